@@ -1,0 +1,130 @@
+"""Choose Numba's CUDA backend -- a real GPU or the CUDA simulator -- before numba loads.
+
+Numba reads ``NUMBA_ENABLE_CUDASIM`` once, when it is first imported, so the choice
+has to be made first.  We look for a GPU through the CUDA driver with ``ctypes``
+(``cuInit`` and ``cuDeviceGetCount`` on ``libcuda``), which does not import numba.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from functools import lru_cache
+
+SIMULATOR_ENV = "NUMBA_ENABLE_CUDASIM"
+GPU = "gpu"
+SIMULATOR = "simulator"
+
+
+class BackendError(RuntimeError):
+    """The CUDA backend cannot be set up the way this series needs it."""
+
+
+def _env_requests_simulator(value: str | None) -> bool | None:
+    """How numba itself reads the variable: unset or empty means "not asked"."""
+    if value is None or value.strip() == "":
+        return None
+    return value.strip() != "0"
+
+
+@lru_cache(maxsize=1)
+def gpu_available() -> bool:
+    """True when the CUDA driver loads, initialises and reports at least one device."""
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll", "libcuda.dylib"):
+        try:
+            driver = ctypes.CDLL(name)
+        except OSError:
+            continue
+        try:
+            if driver.cuInit(0) != 0:
+                return False
+            count = ctypes.c_int(0)
+            if driver.cuDeviceGetCount(ctypes.byref(count)) != 0:
+                return False
+        except AttributeError:  # a stub library without the driver API
+            return False
+        return count.value > 0
+    return False
+
+
+def choose_backend() -> str:
+    """Decide between the GPU and the simulator, and tell numba before it loads.
+
+    An explicit ``NUMBA_ENABLE_CUDASIM`` set by the user wins.  Otherwise the
+    simulator is chosen exactly when no usable GPU is found.  If numba is already
+    imported with the other choice, a :class:`BackendError` says how to recover.
+    """
+    asked = _env_requests_simulator(os.environ.get(SIMULATOR_ENV))
+    want_simulator = (not gpu_available()) if asked is None else asked
+
+    if "numba" in sys.modules:
+        from numba.core import config
+
+        loaded_simulator = bool(config.ENABLE_CUDASIM)
+        if loaded_simulator != want_simulator:
+            loaded = SIMULATOR if loaded_simulator else GPU
+            wanted = SIMULATOR if want_simulator else GPU
+            raise BackendError(
+                f"numba was imported before helpers and is using the {loaded} backend, "
+                f"but this machine needs the {wanted} backend. Restart the kernel "
+                "(Kernel > Restart) and run `import helpers` before anything imports numba."
+            )
+        return SIMULATOR if loaded_simulator else GPU
+
+    os.environ[SIMULATOR_ENV] = "1" if want_simulator else "0"
+    return SIMULATOR if want_simulator else GPU
+
+
+def check_numba_cuda() -> None:
+    """Fail clearly unless ``numba.cuda`` is NVIDIA's numba-cuda package."""
+    from numba import cuda
+
+    if getattr(cuda, "implementation", None) != "NVIDIA":
+        raise BackendError(
+            "numba.cuda is numba's old built-in CUDA target, not NVIDIA's numba-cuda. "
+            "Install the project's pinned dependencies: `make lab` does it, or "
+            "`pip install -e .` (add `numba-cuda[cu12]` for a CUDA 12 driver)."
+        )
+
+
+def is_simulator() -> bool:
+    """True when numba runs kernels in the CUDA simulator."""
+    from numba.core import config
+
+    return bool(config.ENABLE_CUDASIM)
+
+
+def device_name() -> str:
+    """The GPU's name, or ``"simulator"``."""
+    if is_simulator():
+        return SIMULATOR
+    from numba import cuda
+
+    name = cuda.get_current_device().name
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def sm_count() -> int | None:
+    """Streaming multiprocessors on the current GPU (``None`` in the simulator)."""
+    if is_simulator():
+        return None
+    from numba import cuda
+
+    return int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+
+
+def compute_capability() -> tuple[int, int]:
+    """The GPU's compute capability; (9, 0), an H100/H200, stands in for the simulator."""
+    if is_simulator():
+        return (9, 0)
+    from numba import cuda
+
+    return tuple(cuda.get_current_device().compute_capability)  # type: ignore[return-value]
+
+
+def banner() -> str:
+    """One line naming the backend, e.g. ``backend: gpu (NVIDIA H200, 132 SMs)``."""
+    if is_simulator():
+        return "backend: simulator"
+    return f"backend: gpu ({device_name()}, {sm_count()} SMs)"

@@ -1,0 +1,65 @@
+"""Correctness checks: fresh random inputs, poisoned outputs, comparison with NumPy.
+
+Zeros hide bugs (an unwritten output already looks right), so inputs are random
+and every output buffer is filled with NaN before a kernel runs: an element the
+kernel never wrote stays NaN and is reported by index.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import cuda
+
+POISON = np.nan
+
+
+class CheckFailed(AssertionError):
+    """A kernel's result is wrong; the message says where and how."""
+
+
+def random_inputs(n: int, count: int = 3, *, dtype: Any = np.float32, seed: int | None = None,
+                  low: float = 0.5, high: float = 2.0) -> list[np.ndarray]:
+    """``count`` fresh random host arrays of length ``n`` (a new draw unless ``seed`` is given)."""
+    if n <= 0:
+        raise ValueError(f"n must be positive, got {n}")
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(low, high, n).astype(dtype) for _ in range(count)]
+
+
+def poisoned(n: int, dtype: Any = np.float32) -> Any:
+    """A device array of length ``n`` filled with NaN, so unwritten elements stand out."""
+    return cuda.to_device(np.full(n, POISON, dtype=dtype))
+
+
+def poison(array: Any) -> Any:
+    """Refill an existing device array with NaN and return it."""
+    array.copy_to_device(np.full(array.shape, POISON, dtype=array.dtype))
+    return array
+
+
+def default_tolerance(dtype: Any) -> float:
+    """Relative tolerance for a result of this dtype (float32 rounding, with headroom)."""
+    return {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-5}.get(np.dtype(dtype), 1e-12)
+
+
+def check_close(result: Any, expected: np.ndarray, *, name: str = "out", rtol: float | None = None) -> None:
+    """Raise :class:`CheckFailed` naming the first bad element, or return quietly."""
+    got = result.copy_to_host() if hasattr(result, "copy_to_host") else np.asarray(result)
+    if got.shape != expected.shape:
+        raise CheckFailed(f"`{name}` has shape {got.shape}, expected {expected.shape}")
+    unwritten = np.flatnonzero(np.isnan(got) & ~np.isnan(expected))
+    if unwritten.size:
+        raise CheckFailed(
+            f"element {unwritten[0]} of `{name}` was never written ({unwritten.size} of {got.size} "
+            "elements still hold the poison value): check your bounds guard and launch size"
+        )
+    rtol = default_tolerance(expected.dtype) if rtol is None else rtol
+    bad = np.flatnonzero(~np.isclose(got, expected, rtol=rtol, atol=0, equal_nan=True))
+    if bad.size:
+        i = bad[0]
+        raise CheckFailed(
+            f"element {i} of `{name}` is {got[i]!r}, expected {expected[i]!r} "
+            f"({bad.size} of {got.size} elements differ beyond rtol={rtol:g})"
+        )

@@ -1,0 +1,376 @@
+"""The trip ledger: which arrays each kernel launch reads and writes, and how many bytes.
+
+Write the launches in plain Numba syntax inside a ``with Ledger() as ledger:`` block::
+
+    with Ledger("three kernels") as three:
+        add_kernel[blocks, BLOCK_SIZE](a, b, t1)
+        ...
+    three.show()
+
+Nothing is typed in: the counts come from the kernels themselves.
+
+* In the **simulator** every element a kernel loads or stores is counted as it
+  happens (a counting subclass of the simulator's ``FakeCUDAArray`` is passed in
+  place of each device array).
+* On a **GPU** the launch's compiled PTX is read (:mod:`helpers.ptx`): global loads
+  and stores per thread, attributed to array arguments, times the threads that do
+  work (one element each, or every element for a grid-stride loop).
+
+A *trip*, as the chapter counts it, is one direction of traffic between a launch
+and device memory: a launch that reads arrays makes one read trip, a launch that
+writes makes one write trip.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import dataclass, field
+from math import prod
+from typing import Any, Sequence
+
+import numpy as np
+
+from .backend import is_simulator
+from .ptx import CannotAttribute, analyze_ptx, count_global_accesses, describe_arg
+from .validate import is_c_contiguous, require_device_array
+
+
+@dataclass
+class ArrayTraffic:
+    """Bytes one launch moved between one array and device memory."""
+
+    name: str
+    itemsize: int
+    size: int
+    bytes_read: int = 0
+    bytes_written: int = 0
+
+
+@dataclass
+class Launch:
+    """One kernel launch as the ledger saw it."""
+
+    kernel: str
+    threads: int
+    arrays: list[ArrayTraffic]
+    counted_by: str  # "simulator" (executed accesses) or "ptx" (compiled code)
+
+    @property
+    def elements(self) -> int:
+        return max((a.size for a in self.arrays), default=0)
+
+    @property
+    def reads(self) -> list[str]:
+        return [a.name for a in self.arrays if a.bytes_read]
+
+    @property
+    def writes(self) -> list[str]:
+        return [a.name for a in self.arrays if a.bytes_written]
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(a.bytes_read for a in self.arrays)
+
+    @property
+    def bytes_written(self) -> int:
+        return sum(a.bytes_written for a in self.arrays)
+
+    @property
+    def trips(self) -> int:
+        return int(self.bytes_read > 0) + int(self.bytes_written > 0)
+
+
+def _number(x: float) -> str:
+    return f"{x:g}" if x == int(x) else f"{x:.2f}"
+
+
+@dataclass
+class Ledger:
+    """Records every kernel launch made inside its ``with`` block."""
+
+    name: str = "pipeline"
+    launches: list[Launch] = field(default_factory=list)
+
+    def __enter__(self) -> "Ledger":
+        _push(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _pop(self)
+
+    # --- totals ---------------------------------------------------------------
+    @property
+    def elements(self) -> int:
+        """The problem size n: the largest array any launch touched."""
+        return max((launch.elements for launch in self.launches), default=0)
+
+    @property
+    def trips(self) -> int:
+        return sum(launch.trips for launch in self.launches)
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(launch.bytes_read for launch in self.launches)
+
+    @property
+    def bytes_written(self) -> int:
+        return sum(launch.bytes_written for launch in self.launches)
+
+    @property
+    def bytes_moved(self) -> int:
+        return self.bytes_read + self.bytes_written
+
+    def bytes_per_element(self) -> float:
+        """Bytes moved per element of the problem (32 for the three float32 kernels)."""
+        if not self.launches:
+            raise ValueError(f"the ledger '{self.name}' recorded no launches")
+        return self.bytes_moved / self.elements
+
+    # --- reports ---------------------------------------------------------------
+    def summary(self) -> str:
+        n = self.elements
+        return (
+            f"{self.name}: {len(self.launches)} launch{'es' if len(self.launches) != 1 else ''}, "
+            f"{self.trips} trips, {_number(self.bytes_per_element())} bytes per element "
+            f"({_number(self.bytes_read / n)} read + {_number(self.bytes_written / n)} written)"
+        )
+
+    def table(self) -> str:
+        """One row per launch, in bytes per element so that it reads the same at any n."""
+        n = self.elements
+        rows = [("launch", "kernel", "reads", "writes", "B read/elem", "B written/elem", "trips")]
+        for i, launch in enumerate(self.launches, 1):
+            rows.append(
+                (
+                    str(i),
+                    launch.kernel,
+                    ", ".join(launch.reads) or "-",
+                    ", ".join(launch.writes) or "-",
+                    _number(launch.bytes_read / n),
+                    _number(launch.bytes_written / n),
+                    str(launch.trips),
+                )
+            )
+        widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+        return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+    def show(self) -> None:
+        """Print the per-launch table and the totals."""
+        print(self.table())
+        print(self.summary())
+
+    def counted_by(self) -> str:
+        """How the counts were taken: executed accesses (simulator) or compiled PTX (GPU)."""
+        methods = sorted({launch.counted_by for launch in self.launches})
+        return " and ".join(methods)
+
+    def round_trips(self) -> list[str]:
+        """Arrays written by one launch and read back by a later one: intermediates."""
+        written: set[str] = set()
+        found: list[str] = []
+        for launch in self.launches:
+            for name in launch.reads:
+                if name in written and name not in found:
+                    found.append(name)
+            written.update(launch.writes)
+        return found
+
+
+def compare(first: Ledger, second: Ledger) -> str:
+    """Two pipelines side by side: trips, bytes per element, and the bytes ratio."""
+    lines = [
+        first.summary(),
+        second.summary(),
+        f"{first.name} moves {_number(first.bytes_per_element() / second.bytes_per_element())}x "
+        f"the bytes of {second.name}",
+    ]
+    return "\n".join(lines)
+
+
+# --- recording launches ---------------------------------------------------------
+
+_active: list[Ledger] = []
+_restore: list[Any] = []
+
+
+def _push(ledger: Ledger) -> None:
+    if not _active:
+        _install()
+    _active.append(ledger)
+
+
+def _pop(ledger: Ledger) -> None:
+    _active.remove(ledger)
+    if not _active:
+        while _restore:
+            _restore.pop()()
+
+
+def _caller_names(args: Sequence[Any]) -> list[str]:
+    """Name each argument as the learner's code names it (by identity in the calling frame)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if not (module.startswith("numba") or module == __name__):
+            break
+        frame = frame.f_back
+    names = []
+    for i, arg in enumerate(args):
+        name = f"arg{i}"
+        if frame is not None and not isinstance(arg, (int, float, np.number)):
+            for scope in (frame.f_locals, frame.f_globals):
+                match = next((k for k, v in scope.items() if v is arg and not k.startswith("_")), None)
+                if match:
+                    name = match
+                    break
+        names.append(name)
+    return names
+
+
+def _check_launch(kernel: str, args: Sequence[Any], names: Sequence[str]) -> None:
+    for name, arg in zip(names, args):
+        if isinstance(arg, np.ndarray):
+            require_device_array(f"{name}` (argument of {kernel}", arg)
+        if hasattr(arg, "shape") and not isinstance(arg, np.generic):
+            if not is_c_contiguous(arg):
+                raise ValueError(
+                    f"`{name}` (argument of {kernel}) is not contiguous; the ledger counts "
+                    "contiguous arrays only. Pass a contiguous copy."
+                )
+            if int(np.prod(arg.shape)) == 0:
+                raise ValueError(f"`{name}` (argument of {kernel}) is empty (n = 0): nothing to count.")
+
+
+def _record(launch: Launch) -> None:
+    for ledger in _active:
+        ledger.launches.append(launch)
+
+
+def _install() -> None:
+    if is_simulator():
+        _install_simulator_hook()
+    else:
+        _install_gpu_hook()
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.read = 0
+        self.written = 0
+        self.lock = threading.Lock()
+
+
+def _install_simulator_hook() -> None:
+    from numba.cuda.simulator import kernel as sim_kernel
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    class CountingArray(FakeCUDAArray):
+        """The simulator's device array, counting the elements each access touches."""
+
+        def __init__(self, base: FakeCUDAArray, counter: _Counter) -> None:
+            super().__init__(base._ary, stream=base.stream)
+            self._counter = counter
+
+        def _elements(self, idx: Any) -> int:
+            if isinstance(idx, (int, np.integer)) or (
+                isinstance(idx, tuple) and all(isinstance(i, (int, np.integer)) for i in idx)
+            ):
+                return 1
+            return int(np.size(self._ary[idx]))
+
+        def __getitem__(self, idx: Any) -> Any:
+            count = self._elements(idx)
+            with self._counter.lock:
+                self._counter.read += count
+            return super().__getitem__(idx)
+
+        def __setitem__(self, idx: Any, value: Any) -> None:
+            count = self._elements(idx)
+            with self._counter.lock:
+                self._counter.written += count
+            super().__setitem__(idx, value)
+
+    original = sim_kernel.FakeCUDAKernel.__call__
+
+    def counting_call(self: Any, *args: Any) -> Any:
+        if self._device or sim_kernel._get_kernel_context() is not None:
+            return original(self, *args)
+        name = self.fn.__name__
+        names = _caller_names(args)
+        _check_launch(name, args, names)
+        counters = {i: _Counter() for i, a in enumerate(args) if isinstance(a, FakeCUDAArray)}
+        wrapped = [CountingArray(a, counters[i]) if i in counters else a for i, a in enumerate(args)]
+        result = original(self, *wrapped)
+        arrays = [
+            ArrayTraffic(
+                names[i],
+                args[i].dtype.itemsize,
+                int(args[i].size),
+                c.read * args[i].dtype.itemsize,
+                c.written * args[i].dtype.itemsize,
+            )
+            for i, c in counters.items()
+        ]
+        threads = prod(self.grid_dim) * prod(self.block_dim)
+        _record(Launch(name, threads, arrays, "simulator"))
+        return result
+
+    sim_kernel.FakeCUDAKernel.__call__ = counting_call
+    _restore.append(lambda: setattr(sim_kernel.FakeCUDAKernel, "__call__", original))
+
+
+def _install_gpu_hook() -> None:
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    original = CUDADispatcher.call
+
+    def counting_call(self: Any, args: Sequence[Any], launch_config: Any) -> Any:
+        name = self.py_func.__name__
+        names = _caller_names(args)
+        _check_launch(name, args, names)
+        result = original(self, args, launch_config)
+        _record(_static_launch(self, name, args, names, launch_config.griddim, launch_config.blockdim))
+        return result
+
+    CUDADispatcher.call = counting_call
+    _restore.append(lambda: setattr(CUDADispatcher, "call", original))
+
+
+def _static_launch(dispatcher: Any, name: str, args: Sequence[Any], names: Sequence[str], griddim: Any, blockdim: Any) -> Launch:
+    """A launch counted from its compiled PTX: accesses per thread times working threads."""
+    argtypes = [describe_arg(a) for a in args]
+    signature = tuple(dispatcher.typeof_pyval(a) for a in args)
+    try:
+        counts = analyze_ptx(dispatcher.inspect_asm(signature), argtypes)
+    except (KeyError, TypeError):
+        counts = count_global_accesses(dispatcher, args)
+    if counts.unattributed:
+        raise CannotAttribute(
+            f"cannot attribute {len(counts.unattributed)} global memory access(es) of {name} "
+            "to one array argument (the address depends on data or on several arrays)"
+        )
+    threads = prod(_dims(griddim)) * prod(_dims(blockdim))
+    sizes = [int(a.size) for a in args if hasattr(a, "shape") and not isinstance(a, np.generic)]
+    elements = max(sizes, default=0)
+    # One element per working thread; a grid-stride loop covers every element.
+    work_items = elements if counts.has_loop else min(threads, elements)
+    arrays = [
+        ArrayTraffic(
+            names[i],
+            np.dtype(a.dtype).itemsize,
+            int(a.size),
+            counts.bytes("load", i) * work_items,
+            counts.bytes("store", i) * work_items,
+        )
+        for i, a in enumerate(args)
+        if argtypes[i].kind == "array"
+    ]
+    return Launch(name, threads, arrays, "ptx")
+
+
+def _dims(dim: Any) -> tuple[int, ...]:
+    if isinstance(dim, int):
+        return (dim,)
+    return tuple(getattr(dim, axis) for axis in ("x", "y", "z")) if hasattr(dim, "x") else tuple(dim)
+

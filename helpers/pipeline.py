@@ -1,0 +1,67 @@
+"""The chapter's pipeline, ``out = (a + b) * c / s``, as the notebooks write it.
+
+Notebooks 01 and 03 show these kernels in their own cells so that a learner reads
+(and can edit) them there; ``tests/test_notebook_kernels.py`` keeps those cells and
+this module identical.  Later notebooks, the benchmarks and the tests import them
+from here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import cuda
+
+from .sizes import BLOCK_SIZE, blocks_for
+from .validate import check_elementwise
+
+
+@cuda.jit
+def add_kernel(x, y, out):
+    i = cuda.grid(1)
+    if i < out.size:  # the last block runs past the end of the arrays
+        out[i] = x[i] + y[i]
+
+
+@cuda.jit
+def multiply_kernel(x, y, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x[i] * y[i]
+
+
+@cuda.jit
+def scale_kernel(x, s, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x[i] / s
+
+
+@cuda.jit
+def fused_kernel(a, b, c, s, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = (a[i] + b[i]) * c[i] / s  # t1 and t2 live in registers only
+
+
+def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray, s: float) -> np.ndarray:
+    """NumPy's answer, in the same dtype and operation order as the kernels."""
+    s = a.dtype.type(s)
+    return ((a + b) * c) / s
+
+
+def run_three_kernels(a: Any, b: Any, c: Any, s: float, t1: Any, t2: Any, out: Any) -> None:
+    """Launch add, multiply and scale: three launches, t1 and t2 round-tripping through memory."""
+    n = check_elementwise({"a": a, "b": b, "c": c, "t1": t1, "t2": t2, "out": out})
+    blocks = blocks_for(n)
+    s = a.dtype.type(s)
+    add_kernel[blocks, BLOCK_SIZE](a, b, t1)
+    multiply_kernel[blocks, BLOCK_SIZE](t1, c, t2)
+    scale_kernel[blocks, BLOCK_SIZE](t2, s, out)
+
+
+def run_fused(a: Any, b: Any, c: Any, s: float, out: Any) -> None:
+    """Launch the fused kernel: one launch, reading a, b, c once and writing out once."""
+    n = check_elementwise({"a": a, "b": b, "c": c, "out": out})
+    fused_kernel[blocks_for(n), BLOCK_SIZE](a, b, c, a.dtype.type(s), out)
