@@ -15,9 +15,10 @@ import numpy as np
 
 def is_device_array(obj: Any) -> bool:
     """True for a Numba device array (real or simulated) or any CUDA-array-interface object."""
-    from numba import cuda
-
-    return bool(cuda.is_cuda_array(obj))
+    if isinstance(obj, np.ndarray):
+        return False
+    # Real device arrays expose the CUDA Array Interface; the simulator's mark themselves.
+    return hasattr(obj, "__cuda_array_interface__") or bool(getattr(obj, "__cuda_ndarray__", False))
 
 
 def is_c_contiguous(array: Any) -> bool:

@@ -1,0 +1,139 @@
+import numpy as np
+import pytest
+from numba import cuda
+
+import helpers
+from helpers import checks, pipeline
+from helpers.ledger import Ledger, compare
+from helpers.sizes import BLOCK_SIZE, blocks_for
+
+N = 300  # not a multiple of the block size: the last block is partly idle
+
+
+@pytest.fixture
+def arrays():
+    a, b, c = (cuda.to_device(x) for x in checks.random_inputs(N))
+    t1, t2, out = (checks.poisoned(N) for _ in range(3))
+    return a, b, c, t1, t2, out
+
+
+def test_three_kernels_make_six_trips_and_32_bytes_per_element(arrays):
+    a, b, c, t1, t2, out = arrays
+    s = np.float32(2.5)
+    blocks = blocks_for(N)
+    with Ledger("three kernels") as three:
+        pipeline.add_kernel[blocks, BLOCK_SIZE](a, b, t1)
+        pipeline.multiply_kernel[blocks, BLOCK_SIZE](t1, c, t2)
+        pipeline.scale_kernel[blocks, BLOCK_SIZE](t2, s, out)
+    assert [launch.kernel for launch in three.launches] == ["add_kernel", "multiply_kernel", "scale_kernel"]
+    assert [(launch.reads, launch.writes) for launch in three.launches] == [
+        (["a", "b"], ["t1"]),
+        (["t1", "c"], ["t2"]),
+        (["t2"], ["out"]),
+    ]
+    assert three.trips == 6
+    assert three.bytes_per_element() == 32
+    assert three.bytes_read == 20 * N and three.bytes_written == 12 * N
+    assert three.round_trips() == ["t1", "t2"]
+    assert three.elements == N
+    expected = "simulator" if helpers.is_simulator() else "ptx"
+    assert three.counted_by() == expected
+
+
+def test_fused_kernel_makes_two_trips_and_16_bytes_per_element(arrays):
+    a, b, c, _, _, out = arrays
+    with Ledger("fused") as fused:
+        pipeline.fused_kernel[blocks_for(N), BLOCK_SIZE](a, b, c, np.float32(2.5), out)
+    assert fused.trips == 2
+    assert fused.bytes_per_element() == 16
+    assert fused.launches[0].reads == ["a", "b", "c"]
+    assert fused.launches[0].writes == ["out"]
+    assert fused.round_trips() == []
+
+
+def test_wrappers_are_counted_and_compared(arrays):
+    a, b, c, t1, t2, out = arrays
+    with Ledger("three kernels") as three:
+        pipeline.run_three_kernels(a, b, c, 2.5, t1, t2, out)
+    with Ledger("fused") as fused:
+        pipeline.run_fused(a, b, c, 2.5, out)
+    text = compare(three, fused)
+    assert "three kernels: 3 launches, 6 trips, 32 bytes per element (20 read + 12 written)" in text
+    assert "fused: 1 launch, 2 trips, 16 bytes per element (12 read + 4 written)" in text
+    assert text.endswith("three kernels moves 2x the bytes of fused")
+
+
+def test_float64_doubles_the_bytes_but_not_the_trips():
+    a, b, c = (cuda.to_device(x) for x in checks.random_inputs(N, dtype=np.float64))
+    out = checks.poisoned(N, np.float64)
+    with Ledger("fused f64") as fused:
+        pipeline.run_fused(a, b, c, 2.5, out)
+    assert fused.trips == 2
+    assert fused.bytes_per_element() == 32
+
+
+@cuda.jit
+def fill_kernel(out, value):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = value
+
+
+def test_a_kernel_that_only_writes_makes_one_trip():
+    out = checks.poisoned(N)
+    with Ledger("fill") as ledger:
+        fill_kernel[blocks_for(N), BLOCK_SIZE](out, np.float32(1))
+    assert ledger.trips == 1
+    assert ledger.launches[0].reads == []
+    assert ledger.bytes_per_element() == 4
+
+
+def test_table_reads_the_same_at_any_size():
+    tables = []
+    for n in (40, 300):
+        a, b, c = (cuda.to_device(x) for x in checks.random_inputs(n))
+        out = checks.poisoned(n)
+        with Ledger("fused") as fused:
+            pipeline.run_fused(a, b, c, 2.0, out)
+        tables.append(fused.table())
+    assert tables[0] == tables[1]
+    assert "a, b, c" in tables[0]
+
+
+def test_nested_ledgers_both_record_and_hooks_are_removed(arrays):
+    a, b, c, t1, t2, out = arrays
+    with Ledger("outer") as outer:
+        with Ledger("inner") as inner:
+            pipeline.run_fused(a, b, c, 2.0, out)
+        pipeline.run_fused(a, b, c, 2.0, out)
+    assert len(inner.launches) == 1 and len(outer.launches) == 2
+    pipeline.run_fused(a, b, c, 2.0, out)  # outside any ledger: not recorded
+    assert len(outer.launches) == 2
+
+
+def test_host_array_is_refused_with_a_clear_message():
+    host = np.ones(N, np.float32)
+    out = checks.poisoned(N)
+    with pytest.raises(TypeError, match="`host` .*host NumPy array"):
+        with Ledger():
+            fill_kernel[blocks_for(N), BLOCK_SIZE](host, np.float32(1))
+    assert out.size == N
+
+
+def test_non_contiguous_array_is_refused():
+    strided = checks.poisoned(2 * N)[::2]
+    with pytest.raises(ValueError, match="`strided` .*not contiguous"):
+        with Ledger():
+            fill_kernel[blocks_for(N), BLOCK_SIZE](strided, np.float32(1))
+
+
+def test_empty_array_is_refused():
+    empty = cuda.device_array(0, np.float32)
+    with pytest.raises(ValueError, match="`empty` .*n = 0"):
+        with Ledger():
+            fill_kernel[1, BLOCK_SIZE](empty, np.float32(1))
+
+
+def test_empty_ledger_has_no_bytes_per_element():
+    with pytest.raises(ValueError, match="recorded no launches"):
+        Ledger("nothing").bytes_per_element()
