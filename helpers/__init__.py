@@ -18,8 +18,6 @@ check_numba_cuda()
 __all__ = ["BACKEND", "banner", "is_simulator", "start"]
 
 
-def start() -> str:
-    """Print and return the banner line that opens every notebook."""
-    line = banner()
-    print(line)
-    return line
+def start() -> None:
+    """Print the banner line that opens every notebook, e.g. ``backend: simulator``."""
+    print(banner())

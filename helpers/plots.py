@@ -48,3 +48,65 @@ def plot_trips_vs_runtime(entries: Sequence[tuple[Ledger, Timing | None]], *, ti
     fig.suptitle(title or "trips to memory against runtime")
     fig.tight_layout()
     return fig
+
+
+def plot_ledger(ledger: Ledger, *, title: str | None = None) -> Figure:
+    """Bytes per element each launch reads and writes, array by array.
+
+    Arrays that one launch writes and a later one reads back (the intermediates)
+    are drawn in orange: they are the traffic fusion removes.
+    """
+    if not ledger.launches:
+        raise ValueError(f"the ledger '{ledger.name}' recorded no launches")
+    intermediates = set(ledger.round_trips())
+    n = ledger.elements
+    fig, ax = plt.subplots(figsize=(7, 0.9 + 0.7 * len(ledger.launches)))
+    labels = []
+    for row, launch in enumerate(ledger.launches):
+        left = 0.0
+        for direction, attribute in (("read", "bytes_read"), ("write", "bytes_written")):
+            for array in launch.arrays:
+                width = getattr(array, attribute) / n
+                if not width:
+                    continue
+                colour = "#dd8452" if array.name in intermediates else "#4c72b0"
+                ax.barh(row, width, left=left, color=colour, edgecolor="white", hatch="" if direction == "read" else "//")
+                ax.text(left + width / 2, row, f"{direction} {array.name}", ha="center", va="center", fontsize=8, color="white")
+                left += width
+        labels.append(f"{launch.kernel}\n({launch.trips} trips)")
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("bytes per element (hatched: writes; orange: intermediates that round-trip)")
+    ax.set_title(title or f"{ledger.name}: {ledger.trips} trips, {ledger.bytes_per_element():g} bytes per element")
+    fig.tight_layout()
+    return fig
+
+
+def plot_arithmetic_sweep(fmas: Sequence[int], measured_ms: Sequence[float] | None, memory_ms: float | None,
+                          compute_ms_per_fma: float | None, knee: float | None) -> Figure:
+    """Runtime against FMAs per element: flat while memory-bound, rising past the compute knee.
+
+    ``memory_ms`` is the predicted memory time (bytes over bandwidth) and
+    ``compute_ms_per_fma`` the predicted arithmetic time per FMA per element; the
+    prediction drawn is the larger of the two (the roofline).  Without measurements
+    (the simulator) the panel says so.
+    """
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    if measured_ms is None or memory_ms is None or compute_ms_per_fma is None:
+        ax.text(0.5, 0.5, "no runtime in the simulator:\nrun on a GPU to measure", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
+    predicted = [max(memory_ms, k * compute_ms_per_fma) for k in fmas]
+    ax.plot(fmas, measured_ms, "o-", label="measured (median)")
+    ax.plot(fmas, predicted, "--", color="grey", label="predicted: max(bytes / bandwidth, FLOPs / peak)")
+    if knee is not None:
+        ax.axvline(knee, color="#dd8452", lw=1)
+        ax.annotate(f" predicted knee\n ~{knee:.0f} FMAs", (knee, max(measured_ms) * 0.5), color="#dd8452")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("FMAs per element (same bytes: read 4, write 4)")
+    ax.set_ylabel("runtime (ms)")
+    ax.legend(loc="upper left")
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,43 @@
+"""What the device can do: peak FP32 arithmetic, and where compute starts to cost more than memory.
+
+The peak is derived from the device's own attributes (SM count, clock) and the
+FP32 lanes per SM of its architecture, so it is a *model*: measured bandwidth
+divided into it gives the arithmetic intensity at which a kernel stops being
+memory-bound (the roofline's knee).
+"""
+
+from __future__ import annotations
+
+from .backend import compute_capability, is_simulator, sm_count
+
+# FP32 lanes per SM by compute capability (CUDA C Programming Guide, arithmetic throughput table).
+FP32_LANES_PER_SM = {(7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128, (9, 0): 128,
+                     (10, 0): 128, (12, 0): 128}
+
+
+def clock_hz() -> float | None:
+    """The SM clock the driver reports (its maximum boost clock), or ``None`` in the simulator."""
+    if is_simulator():
+        return None
+    from numba import cuda
+
+    return cuda.get_current_device().CLOCK_RATE * 1e3  # reported in kHz
+
+
+def peak_fp32_flops() -> float | None:
+    """SMs x FP32 lanes x 2 (a fused multiply-add is two operations) x clock."""
+    if is_simulator():
+        return None
+    lanes = FP32_LANES_PER_SM.get(compute_capability(), 128)
+    return float(sm_count()) * lanes * 2 * clock_hz()  # type: ignore[arg-type, operator]
+
+
+def knee_fmas_per_element(peak_flops: float, bandwidth_bytes_per_s: float, bytes_per_element: float) -> float:
+    """FMAs per element at which arithmetic time equals memory time.
+
+    Memory time per element is ``bytes / bandwidth``; arithmetic time is
+    ``2 * fmas / peak``.  Setting them equal gives ``fmas = bytes * peak / (2 * bandwidth)``.
+    """
+    if min(peak_flops, bandwidth_bytes_per_s, bytes_per_element) <= 0:
+        raise ValueError("peak, bandwidth and bytes per element must all be positive")
+    return bytes_per_element * peak_flops / (2 * bandwidth_bytes_per_s)
