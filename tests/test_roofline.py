@@ -1,0 +1,183 @@
+"""The fused-kernel variants of helpers/roofline.py: correct, and compiled to the loads they claim."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import helpers
+from helpers import pipeline, roofline
+from helpers.checks import poisoned, random_inputs
+
+SIM_VARIANTS = [name for name, v in roofline.VARIANT_INFO.items() if not v.gpu_only]
+SCALAR = [name for name, v in roofline.VARIANT_INFO.items() if v.elements_per_access == 1]
+VECTOR = [name for name, v in roofline.VARIANT_INFO.items() if v.elements_per_access == 4]
+# Sizes that 4 (elements per access), 256 (block) and 4 x grid do not divide.
+AWKWARD_SIZES = [1, 3, 5, 1000, 1001, 1003, 4099]
+
+
+def _inputs(n: int, seed: int):
+    host = random_inputs(n, seed=seed)
+    return host, [cuda.to_device(x) for x in host]
+
+
+def test_registry_names_every_variant_once():
+    assert list(roofline.VARIANTS) == list(roofline.VARIANT_INFO)
+    assert roofline.VARIANT_INFO["naive"].kernel is pipeline.fused_kernel
+    assert roofline.DEFAULT_BEST in roofline.VARIANTS
+    assert not roofline.VARIANT_INFO[roofline.DEFAULT_BEST].gpu_only
+    assert roofline.SCALAR_FALLBACK in SCALAR
+    assert {"naive", "grid_stride", "ilp4", "streaming", "vec4", "linked_cuda_c"} <= set(roofline.VARIANTS)
+    for v in roofline.VARIANT_INFO.values():
+        assert v.aligned_only == (v.elements_per_access == 4)
+
+
+@pytest.mark.parametrize("n", AWKWARD_SIZES)
+@pytest.mark.parametrize("name", SIM_VARIANTS)
+def test_variant_is_bitwise_equal_to_numpy(name, n):
+    (a, b, c), (da, db, dc) = _inputs(n, seed=n)
+    out = poisoned(n)
+    roofline.VARIANTS[name](da, db, dc, 1.7, out)
+    got = out.copy_to_host()
+    assert not np.isnan(got).any(), f"{name} left elements unwritten at n = {n}"
+    assert np.array_equal(got, pipeline.reference(a, b, c, 1.7)), f"{name} differs from NumPy at n = {n}"
+
+
+@pytest.mark.skipif(not helpers.is_simulator(), reason="the simulator's refusal")
+def test_linked_cuda_c_says_it_needs_a_gpu():
+    _, (da, db, dc) = _inputs(16, seed=1)
+    with pytest.raises(roofline.GpuOnly, match="needs a GPU"):
+        roofline.VARIANTS["linked_cuda_c"](da, db, dc, 2.0, poisoned(16))
+
+
+@pytest.mark.skipif(helpers.is_simulator(), reason="the linked CUDA C runs on a GPU only")
+@pytest.mark.parametrize("n", [1000, 1003, 4099, 2**20 + 3])
+def test_linked_cuda_c_is_bitwise_equal_on_gpu(n):
+    (a, b, c), (da, db, dc) = _inputs(n, seed=n)
+    out = poisoned(n)
+    roofline.VARIANTS["linked_cuda_c"](da, db, dc, 1.7, out)
+    assert np.array_equal(out.copy_to_host(), pipeline.reference(a, b, c, 1.7))
+
+
+@pytest.mark.skipif(helpers.is_simulator(), reason="large sizes and real grids need a GPU")
+@pytest.mark.parametrize("name", list(roofline.VARIANTS))
+def test_every_variant_at_a_large_awkward_size_on_gpu(name):
+    n = 2**22 + 3
+    (a, b, c), (da, db, dc) = _inputs(n, seed=3)
+    out = poisoned(n)
+    roofline.VARIANTS[name](da, db, dc, 1.7, out)
+    assert np.array_equal(out.copy_to_host(), pipeline.reference(a, b, c, 1.7))
+
+
+@pytest.mark.parametrize("name", [n for n in VECTOR if n in SIM_VARIANTS or not helpers.is_simulator()])
+def test_vector_variants_refuse_a_misaligned_view(name):
+    _, (da, db, dc) = _inputs(41, seed=2)
+    out = poisoned(41)
+    with pytest.raises(roofline.MisalignedArray, match=r"`b` starts 4 bytes past a 16-byte boundary"):
+        roofline.VARIANTS[name](da[:40], db[1:], dc[:40], 2.0, out[:40])
+
+
+def test_best_fused_falls_back_to_scalar_for_a_misaligned_view():
+    (a, b, c), (da, db, dc) = _inputs(41, seed=4)
+    out = poisoned(41)
+    roofline.best_fused(da[1:], db[1:], dc[1:], 2.0, out[1:])
+    got = out.copy_to_host()
+    assert np.isnan(got[0])  # outside the view: untouched
+    assert np.array_equal(got[1:], pipeline.reference(a[1:], b[1:], c[1:], 2.0))
+
+
+def test_best_fused_is_correct_and_names_a_known_variant():
+    (a, b, c), (da, db, dc) = _inputs(1003, seed=5)
+    out = poisoned(1003)
+    roofline.best_fused(da, db, dc, 0.5, out)
+    assert np.array_equal(out.copy_to_host(), pipeline.reference(a, b, c, 0.5))
+    assert roofline.best_variant_name() in roofline.VARIANTS
+
+
+def test_host_arrays_are_rejected_by_name():
+    a, b, c = random_inputs(8, seed=6)
+    with pytest.raises(TypeError, match="`a` is a host NumPy array"):
+        roofline.VARIANTS["vec4"](a, b, c, 1.0, poisoned(8))
+
+
+# --- the compiled evidence (static: the same PTX for cc 9.0 on any machine) ---------------------
+
+
+@pytest.mark.parametrize("name", SCALAR)
+def test_scalar_variants_compile_to_4_byte_accesses(name):
+    ev = roofline.ptx_evidence(name)
+    assert ev.widest_load_bytes == 4 and ev.widest_store_bytes == 4
+    assert ev.vector_opcodes() == []
+
+
+def test_vec4_compiles_to_16_byte_loads_and_stores():
+    ev = roofline.ptx_evidence("vec4")
+    assert ev.vector_opcodes() == ["ld.global.v4.f32", "st.global.v4.f32"]
+    # plus the scalar tail: one 4-byte load per input and one store
+    assert ev.opcodes["ld.global.f32"] == 3 and ev.opcodes["st.global.f32"] == 1
+
+
+def test_streaming_hints_reach_the_ptx():
+    assert set(roofline.ptx_evidence("streaming").opcodes) == {"ld.global.cs.b32", "st.global.cs.b32"}
+    assert roofline.ptx_evidence("vec4_streaming").vector_opcodes() == ["ld.global.cs.v4.f32", "st.global.cs.v4.f32"]
+
+
+def test_linked_cuda_c_calls_a_function_with_float4_accesses():
+    ev = roofline.ptx_evidence("linked_cuda_c")
+    assert ev.calls == 1
+    assert not any(".v4." in op for op in ev.opcodes)  # the kernel itself: only the scalar tail
+    assert ev.vector_opcodes() == ["ld.global.nc.v4.f32", "st.global.wb.v4.f32"]
+    assert ".func" in ev.linked_ptx and "fused_vec4" in ev.linked_ptx
+
+
+def test_ceiling_probe_moves_the_same_bytes_as_the_fused_kernel():
+    fused, probe = roofline.ptx_evidence("vec4"), roofline.ptx_evidence("stream3")
+    assert probe.vector_opcodes() == fused.vector_opcodes()
+    assert "div.rn.f32" in fused.ptx and "div.rn.f32" not in probe.ptx
+
+
+def test_evidence_rejects_an_unknown_name():
+    with pytest.raises(KeyError, match="no variant named 'vec8'"):
+        roofline.ptx_evidence("vec8")
+
+
+# --- launch configuration and the target check ---------------------------------------------------
+
+
+def test_resident_blocks_per_sm_follows_threads_and_registers():
+    assert roofline.resident_blocks_per_sm(None) == 8  # 2048 threads / 256
+    assert roofline.resident_blocks_per_sm(32) == 8
+    assert roofline.resident_blocks_per_sm(64) == 4  # 65536 / (64 x 256)
+    assert roofline.resident_blocks_per_sm(255) == 1
+    with pytest.raises(ValueError, match="multiple of 32"):
+        roofline.resident_blocks_per_sm(32, block_size=100)
+
+
+def _record(best_ms: float, torch_ms: float, copy_gbs: float, gbs: float) -> dict:
+    row = {"copy": {"gbs": copy_gbs},
+           "variants": {"vec4": {"median_ms": best_ms, "pct_copy": 100 * gbs / copy_gbs, "bitwise_equal": True},
+                        "naive": {"median_ms": best_ms * 1.2, "pct_copy": 80.0, "bitwise_equal": True}},
+           "torch_compile": {"median_ms": torch_ms}}
+    return {"runs": {str(n): row for n in roofline.TARGET_SIZES}}
+
+
+def test_target_passes_only_when_both_conditions_hold():
+    ok = roofline.summarize(_record(best_ms=0.99, torch_ms=1.01, copy_gbs=4200, gbs=4150))
+    assert ok["target_met"] and ok["best_variant"] == "vec4"
+    slow = roofline.summarize(_record(best_ms=1.02, torch_ms=1.01, copy_gbs=4200, gbs=4150))
+    assert not slow["target_met"] and slow["target"][str(2**28)]["beats_torch_compile_pass"] is False
+    low = roofline.summarize(_record(best_ms=0.99, torch_ms=1.01, copy_gbs=4200, gbs=3900))
+    assert not low["target_met"] and low["target"][str(2**28)]["pct_copy_pass"] is False
+
+
+def test_a_variant_that_is_not_bitwise_equal_cannot_be_best():
+    record = _record(best_ms=0.99, torch_ms=1.01, copy_gbs=4200, gbs=4150)
+    record["runs"][str(2**28)]["variants"]["vec4"]["bitwise_equal"] = False
+    assert roofline.summarize(record)["best_variant"] == "naive"
+
+
+@pytest.mark.skipif(not helpers.is_simulator(), reason="the simulator's refusal")
+def test_benchmark_refuses_the_simulator():
+    with pytest.raises(roofline.GpuOnly):
+        roofline.benchmark()
