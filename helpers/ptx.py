@@ -31,6 +31,8 @@ from .backend import compute_capability, is_simulator
 # Parameters an array argument is flattened into by numba-cuda's data model:
 # meminfo, parent, nitems, itemsize, data, shape[ndim], strides[ndim].
 _ARRAY_DATA_FIELD = 4
+_ARRAY_NITEMS_FIELD = 2
+_ARRAY_SHAPE_FIELD = 5
 
 
 class CannotAttribute(Exception):
@@ -73,23 +75,49 @@ def describe_arg(value: Any) -> ArgType:
     raise CannotAttribute(f"cannot attribute accesses for an argument of type {ty}")
 
 
+_DATA = -1
+"""Taint marker: the value was loaded from global memory (so an address using it is data-dependent)."""
+
+
 @dataclass
 class GlobalAccess:
-    """One global-memory instruction in the PTX."""
+    """One global-memory access as the static count counts it."""
 
     op: str  # "load" or "store"
     instruction: str
     nbytes: int
-    arg_index: int | None  # None: the address could not be traced to one array
+    arg_index: int | None  # None: cannot attribute (see ``reason``)
     in_loop: bool
+    address: str = ""  # the address operand with register versions, e.g. "%rd16@1+4"
+    reason: str | None = None  # why it cannot be attributed, when arg_index is None
 
 
 @dataclass
 class PtxCounts:
-    """Global loads and stores per thread (per loop iteration inside loops), by argument."""
+    """Global loads and stores per thread (per iteration for a grid-stride loop), by argument.
+
+    What is counted (the same definition as the simulator count in
+    :mod:`helpers.counting`): the *distinct elements* a thread touches.
+
+    * A thread that reads ``x[i]`` twice makes one load: the second read is served
+      from a register.  The compiler usually removes it already (``a[i] + a[i]``
+      compiles to one ``ld.global``); where aliasing stops it from doing so, the
+      counter drops a load whose address is the same register value as an earlier
+      load or store of the same thread.  ``x[i]`` and ``x[i + 1]`` are two loads.
+    * A loop the compiler unrolled is counted per *source* iteration: the copies of
+      the body are recognised and counted once.
+
+    ``instructions`` keeps every ``ld``/``st`` in the PTX, before deduplication.
+    """
 
     accesses: list[GlobalAccess] = field(default_factory=list)
     local_accesses: int = 0
+    instructions: list[GlobalAccess] = field(default_factory=list)
+    grid_stride: bool = False
+    guard_sizes: set[tuple[int, int]] = field(default_factory=set)
+    """Array sizes the kernel's branches compare with: (argument, dimension; -1 for ``.size``)."""
+    guard_offset: bool = False
+    """True when a branch compares with a size *plus a constant* (e.g. ``i + 1 < n``)."""
 
     def loads(self, arg_index: int | None = None) -> int:
         return sum(1 for a in self.accesses if a.op == "load" and (arg_index is None or a.arg_index == arg_index))
@@ -108,12 +136,37 @@ class PtxCounts:
     def has_loop(self) -> bool:
         return any(a.in_loop for a in self.accesses)
 
+    def reasons(self) -> list[str]:
+        """Why some accesses cannot be attributed (empty when every access is attributed)."""
+        found: list[str] = []
+        for a in self.unattributed:
+            if a.reason and a.reason not in found:
+                found.append(a.reason)
+        return found
+
+    def require_attributed(self, kernel: str) -> None:
+        """Raise :class:`CannotAttribute`, with the reasons, unless every access is attributed."""
+        if self.unattributed:
+            raise CannotAttribute(
+                f"cannot attribute {len(self.unattributed)} global memory access(es) of {kernel}: "
+                + "; ".join(self.reasons())
+            )
+
 
 _TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
 _PARAM_RE = re.compile(r"\.param\s+\.\w+\s+(\S+?)_param_(\d+)")
 _REG_RE = re.compile(r"%[a-z]+\d*")
 _LABEL_RE = re.compile(r"^(\$?[\w$]+):")
 _BRANCH_RE = re.compile(r"\bbra(?:\.uni)?\s+(\$?[\w$]+);")
+
+_DATA_INDEX = "its address depends on a value loaded from memory (a data-dependent index such as x[idx[i]])"
+_DATA_BRANCH = "it runs only when a value loaded from memory says so (data-dependent branch)"
+_NOT_GRID_STRIDE = (
+    "it sits in a loop that is not a grid-stride loop, so the static counter cannot know "
+    "how many times it runs"
+)
+_NESTED = "it sits in nested loops, whose trip counts the static counter cannot know"
+_COPIES_DISAGREE = "the unrolled copies of its loop access different arrays, so one iteration cannot be told apart"
 
 
 def _access_bytes(opcode: str) -> int:
@@ -128,8 +181,184 @@ def _access_bytes(opcode: str) -> int:
     return width * size
 
 
+def _owner(owners: frozenset[int]) -> tuple[int | None, str | None]:
+    """The array an address belongs to, or ``None`` and the reason."""
+    if _DATA in owners:
+        return None, _DATA_INDEX
+    if len(owners) == 1:
+        return next(iter(owners)), None
+    if not owners:
+        return None, "its address is not computed from any array argument's data pointer"
+    names = ", ".join(f"argument {i}" for i in sorted(owners))
+    return None, f"its address is computed from several arrays ({names})"
+
+
+def _entry_lines(ptx: str) -> list[str]:
+    body = ptx[ptx.index("{", ptx.index(".entry")) :]
+    return [ln.strip() for ln in body.splitlines()]
+
+
+def _find_loops(lines: list[str]) -> list[tuple[int, int]]:
+    """(first line, back-edge line) of every loop: a branch to a label above it."""
+    label_line = {m.group(1): i for i, ln in enumerate(lines) if (m := _LABEL_RE.match(ln))}
+    return [
+        (label_line[m.group(1)], i)
+        for i, ln in enumerate(lines)
+        if (m := _BRANCH_RE.search(ln)) and m.group(1) in label_line and label_line[m.group(1)] < i
+    ]
+
+
+_IMMEDIATE_RE = re.compile(r"^(-?\d|0[fFdD][0-9a-fA-F]+$)")
+
+
+@dataclass
+class _Guards:
+    """What the kernel's conditional branches compare with."""
+
+    sizes: set[tuple[int, int]] = field(default_factory=set)
+    offset: bool = False
+
+
+def _scan(
+    lines: list[str], data_param: dict[int, int], size_param: dict[int, tuple[int, int]], loops: list[tuple[int, int]]
+) -> tuple[list[tuple[int | None, GlobalAccess]], int, _Guards]:
+    """Every global access in program order with its loop, owner and address key."""
+    taint: dict[str, frozenset[int]] = {}
+    sizes: dict[str, frozenset[tuple[int, int]]] = {}
+    constant: set[str] = set()
+    found: list[tuple[int | None, GlobalAccess]] = []
+    local = 0
+    guards = _Guards()
+    for _ in range(3):  # loops carry values around a back edge: iterate to a fixed point
+        found, local, guards = [], 0, _Guards()
+        version: dict[str, int] = {}
+        after_data_branch = False
+        for i, line in enumerate(lines):
+            if not line or line.startswith(("//", ".", "{", "}")) or _LABEL_RE.match(line):
+                continue
+            instr = line.split(";")[0]
+            guard_regs: list[str] = []
+            if instr.startswith("@"):
+                guard, _, instr = instr.partition(" ")
+                guard_regs = _REG_RE.findall(guard)
+            guarded_by_data = any(_DATA in taint.get(r, frozenset()) for r in guard_regs)
+            opcode, _, operands = instr.strip().partition(" ")
+            regs = _REG_RE.findall(operands)
+            loop = next((k for k, (start, end) in enumerate(loops) if start <= i <= end), None)
+            family, _, rest = opcode.partition(".")
+            if family == "bra":
+                after_data_branch = after_data_branch or guarded_by_data
+                for r in guard_regs:
+                    guards.sizes |= sizes.get(r, frozenset())
+                    guards.offset = guards.offset or r in constant
+                continue
+            if opcode.startswith("ld.param"):
+                m = re.search(r"_param_(\d+)\]", operands)
+                if m and regs and int(m.group(1)) in data_param:
+                    taint[regs[0]] = frozenset({data_param[int(m.group(1))]})
+                if m and regs and int(m.group(1)) in size_param:
+                    sizes[regs[0]] = frozenset({size_param[int(m.group(1))]})
+                if regs:
+                    version[regs[0]] = version.get(regs[0], 0) + 1
+                continue
+            space = rest.split(".")[0]
+            if family in ("ld", "st") and space == "local":
+                local += 1
+                continue
+            # Global and generic addresses both count: numba emits ld.global, but a
+            # generic ld/st through a global pointer still reaches device memory.
+            if family in ("ld", "st", "atom", "red") and space not in ("param", "shared", "const", "local"):
+                address = re.search(r"\[([^\]]+)\]", operands)
+                text = address.group(1).replace(" ", "") if address else ""
+                addr_regs = _REG_RE.findall(text)
+                owners = frozenset().union(*(taint.get(r, frozenset()) for r in addr_regs))
+                owner, reason = _owner(owners)
+                if owner is not None and (after_data_branch or guarded_by_data):
+                    owner, reason = None, _DATA_BRANCH
+                key = _REG_RE.sub(lambda m: f"{m.group(0)}@{version.get(m.group(0), 0)}", text)
+                ops = {"ld": ["load"], "st": ["store"], "atom": ["load", "store"], "red": ["load", "store"]}[family]
+                for op in ops:
+                    found.append((loop, GlobalAccess(op, opcode, _access_bytes(opcode), owner, loop is not None, key, reason)))
+                if family in ("ld", "atom") and regs and not regs[0] in addr_regs:
+                    taint[regs[0]] = frozenset({_DATA})
+                    version[regs[0]] = version.get(regs[0], 0) + 1
+                continue
+            if regs:  # any other instruction: the destination inherits its sources' taint
+                dest, sources = regs[0], regs[1:] + guard_regs
+                merged = frozenset().union(*(taint.get(r, frozenset()) for r in sources))
+                if merged:
+                    taint[dest] = taint.get(dest, frozenset()) | merged
+                merged_sizes = frozenset().union(*(sizes.get(r, frozenset()) for r in sources))
+                if merged_sizes:
+                    sizes[dest] = sizes.get(dest, frozenset()) | merged_sizes
+                tokens = [t.strip() for t in operands.split(",")[1:]]
+                if any(r in constant for r in sources) or any(_IMMEDIATE_RE.match(t) for t in tokens):
+                    constant.add(dest)
+                version[dest] = version.get(dest, 0) + 1
+    return found, local, guards
+
+
+def _distinct(accesses: list[GlobalAccess]) -> list[GlobalAccess]:
+    """Drop a load of an address the thread already loaded or stored, and a repeated store."""
+    loaded: set[tuple[int | None, str]] = set()
+    stored: set[tuple[int | None, str]] = set()
+    kept = []
+    for a in accesses:
+        key = (a.arg_index, a.address)
+        if a.arg_index is not None and (key in stored or (a.op == "load" and key in loaded)):
+            continue
+        (loaded if a.op == "load" else stored).add(key)
+        kept.append(a)
+    return kept
+
+
+def _signature(accesses: list[GlobalAccess]) -> dict[tuple[str, int | None, int], int]:
+    counts: dict[tuple[str, int | None, int], int] = {}
+    for a in accesses:
+        k = (a.op, a.arg_index, a.nbytes)
+        counts[k] = counts.get(k, 0) + 1
+    return counts
+
+
+def _one_iteration(regions: dict[int, list[GlobalAccess]], loops: list[tuple[int, int]]) -> list[GlobalAccess]:
+    """The accesses of one source iteration, from the loop copies the compiler made.
+
+    An unrolled grid-stride loop appears as a remainder loop (one copy of the body)
+    and a main loop (k copies).  The copy with the fewest accesses is one
+    iteration; every other loop must hold a whole multiple of it.
+    """
+    nested = any(
+        a != b and loops[a][0] <= loops[b][0] and loops[b][1] <= loops[a][1]
+        for a in range(len(loops))
+        for b in range(len(loops))
+    )
+    every = [a for group in regions.values() for a in group]
+    if nested:
+        return [_unattributed(a, _NESTED) for a in every]
+    distinct = {k: _distinct(v) for k, v in regions.items()}
+    smallest = min(distinct.values(), key=len)
+    base = _signature(smallest)
+    for group in distinct.values():
+        sig = _signature(group)
+        factor = len(group) // max(len(smallest), 1)
+        if set(sig) != set(base) or any(sig[k] != factor * base[k] for k in base):
+            return [_unattributed(a, _COPIES_DISAGREE) for a in every]
+    return smallest
+
+
+def _unattributed(access: GlobalAccess, reason: str) -> GlobalAccess:
+    if access.arg_index is None:
+        return access
+    return GlobalAccess(access.op, access.instruction, access.nbytes, None, access.in_loop, access.address, reason)
+
+
 def analyze_ptx(ptx: str, argtypes: Sequence[ArgType]) -> PtxCounts:
-    """Count and attribute the global loads and stores of the first kernel in ``ptx``."""
+    """Count and attribute the global loads and stores of the first kernel in ``ptx``.
+
+    Every access ends up either attributed to one array argument or with a
+    ``reason`` it cannot be (data-dependent index or branch, several arrays, a
+    loop of unknown trip count): a count is never silently guessed.
+    """
     params = [int(m.group(2)) for m in _PARAM_RE.finditer(ptx)]
     expected = sum(a.n_params for a in argtypes)
     if len(params) != expected:
@@ -137,62 +366,39 @@ def analyze_ptx(ptx: str, argtypes: Sequence[ArgType]) -> PtxCounts:
             f"the PTX has {len(params)} parameters but the argument types imply {expected}"
         )
     data_param: dict[int, int] = {}
+    size_param: dict[int, tuple[int, int]] = {}
     first = 0
     for index, arg in enumerate(argtypes):
         if arg.kind == "array":
             data_param[first + _ARRAY_DATA_FIELD] = index
+            size_param[first + _ARRAY_NITEMS_FIELD] = (index, -1)
+            for dim in range(arg.ndim):
+                size_param[first + _ARRAY_SHAPE_FIELD + dim] = (index, dim)
         first += arg.n_params
 
-    body = ptx[ptx.index("{", ptx.index(".entry")) :]
-    lines = [ln.strip() for ln in body.splitlines()]
-    label_line = {m.group(1): i for i, ln in enumerate(lines) if (m := _LABEL_RE.match(ln))}
-    loops = [
-        (label_line[m.group(1)], i)
-        for i, ln in enumerate(lines)
-        if (m := _BRANCH_RE.search(ln)) and m.group(1) in label_line and label_line[m.group(1)] < i
-    ]
+    lines = _entry_lines(ptx)
+    loops = _find_loops(lines)
+    found, local, guards = _scan(lines, data_param, size_param, loops)
+    grid_stride = bool(loops) and any("%nctaid" in ln for ln in lines)
 
-    taint: dict[str, frozenset[int]] = {}
-    counts = PtxCounts()
-    for _ in range(3):  # loops can carry a pointer around a back edge: iterate to a fixed point
-        counts = PtxCounts()
-        for i, line in enumerate(lines):
-            if not line or line.startswith(("//", ".", "{", "}")) or _LABEL_RE.match(line):
-                continue
-            instr = line.split(";")[0]
-            if instr.startswith("@"):
-                instr = instr.split(None, 1)[1] if " " in instr else ""
-            opcode, _, operands = instr.partition(" ")
-            regs = _REG_RE.findall(operands)
-            in_loop = any(start <= i <= end for start, end in loops)
-            if opcode.startswith("ld.param"):
-                m = re.search(r"_param_(\d+)\]", operands)
-                if m and regs and int(m.group(1)) in data_param:
-                    taint[regs[0]] = frozenset({data_param[int(m.group(1))]})
-                continue
-            family, _, rest = opcode.partition(".")
-            space = rest.split(".")[0]
-            if family in ("ld", "st") and space == "local":
-                counts.local_accesses += 1
-                continue
-            # Global and generic addresses both count: numba emits ld.global, but a
-            # generic ld/st through a global pointer still reaches device memory.
-            if family in ("ld", "st", "atom", "red") and space not in ("param", "shared", "const", "local"):
-                address = re.search(r"\[([^\]]+)\]", operands)
-                addr_regs = _REG_RE.findall(address.group(1)) if address else []
-                owners = frozenset().union(*(taint.get(r, frozenset()) for r in addr_regs))
-                owner = next(iter(owners)) if len(owners) == 1 else None
-                nbytes = _access_bytes(opcode)
-                ops = {"ld": ["load"], "st": ["store"], "atom": ["load", "store"], "red": ["load", "store"]}
-                for op in ops[opcode.split(".")[0]]:
-                    counts.accesses.append(GlobalAccess(op, opcode, nbytes, owner, in_loop))
-                continue
-            if regs:  # any other instruction: the destination inherits its sources' pointers
-                dest, sources = regs[0], regs[1:]
-                merged = frozenset().union(*(taint.get(r, frozenset()) for r in sources))
-                if merged:
-                    taint[dest] = taint.get(dest, frozenset()) | merged
-    return counts
+    straight = _distinct([a for loop, a in found if loop is None])
+    regions: dict[int, list[GlobalAccess]] = {}
+    for loop, a in found:
+        if loop is not None:
+            regions.setdefault(loop, []).append(a)
+    looped: list[GlobalAccess] = []
+    if regions:
+        looped = _one_iteration(regions, loops)
+        if not grid_stride:
+            looped = [_unattributed(a, _NOT_GRID_STRIDE) for a in looped]
+    return PtxCounts(
+        accesses=straight + looped,
+        local_accesses=local,
+        instructions=[a for _, a in found],
+        grid_stride=grid_stride,
+        guard_sizes=guards.sizes,
+        guard_offset=guards.offset,
+    )
 
 
 # --- compiling the kernel ---------------------------------------------------------

@@ -1,0 +1,361 @@
+"""The third count: DRAM bytes per kernel from Nsight Compute's hardware counters.
+
+``ncu`` runs a Python workload, profiles the kernels whose names match a pattern,
+and prints ``dram__bytes_read.sum`` and ``dram__bytes_write.sum`` as CSV.  This
+module builds the command (always ``--clock-control none``: the GPU's clocks are
+left alone), parses the CSV, and joins each profiled kernel with the ledger's
+count of the same launch.
+
+Two cache policies are collected, because they answer different questions:
+
+* ``--cache-control all`` (ncu's default) flushes the caches before each profiled
+  kernel.  Each kernel starts cold, as the ledger assumes; only the writes still
+  dirty in L2 when the kernel ends are missing (the flush writes them back
+  outside the measurement).
+* ``--cache-control none`` leaves L2 as the previous kernel left it.  At sizes that
+  fit in L2 the next kernel finds its input (``t1``, ``t2``) there: DRAM sees fewer
+  trips than the ledger counts.
+
+Usage on a GPU machine (writes ``results/h200/ncu_dram.json``)::
+
+    python3 -m helpers.ncu collect --log2-sizes 20,22,24,26,28
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import ctypes
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+PIPELINE_KERNELS = ("add_kernel", "multiply_kernel", "scale_kernel", "fused_kernel")
+KERNEL_REGEX = "regex:(add|multiply|scale|fused)_kernel"
+RESULT_NAME = "ncu_dram"
+AGREEMENT = 0.03  # the ledger must be within 3% of ncu ...
+LARGE = 4  # ... for arrays of at least 4x the L2 size
+
+_UNITS = {
+    "byte": 1, "bytes": 1, "B": 1,
+    "Kbyte": 1e3, "KB": 1e3, "Mbyte": 1e6, "MB": 1e6, "Gbyte": 1e9, "GB": 1e9, "Tbyte": 1e12, "TB": 1e12,
+    "Kibyte": 2**10, "KiB": 2**10, "Mibyte": 2**20, "MiB": 2**20, "Gibyte": 2**30, "GiB": 2**30,
+}
+
+
+class NcuError(RuntimeError):
+    """ncu is missing, failed, or printed something this parser does not understand."""
+
+
+@dataclass
+class KernelCounters:
+    """One profiled kernel launch as ncu reported it."""
+
+    id: int
+    kernel: str  # the Python function's name, e.g. "add_kernel"
+    full_name: str
+    grid: str
+    block: str
+    dram_bytes_read: float
+    dram_bytes_write: float
+
+    @property
+    def threads(self) -> int:
+        """Threads launched, from the grid and block sizes ncu prints as "(x, y, z)"."""
+        nums = [int(v) for v in re.findall(r"\d+", self.grid)] + [int(v) for v in re.findall(r"\d+", self.block)]
+        total = 1
+        for v in nums:
+            total *= v
+        return total
+
+
+def ncu_available() -> bool:
+    """True when the ``ncu`` command is on PATH."""
+    return shutil.which("ncu") is not None
+
+
+def short_kernel_name(name: str) -> str:
+    """``add_kernel`` from ncu's demangled or mangled name of a Numba kernel."""
+    name = name.strip()
+    if name.startswith("_ZN"):  # _ZN <len><name> <len><name> ... then B (abi tags) or E
+        pos, last = 3, name
+        while (m := re.match(r"\d+", name[pos:])) is not None:
+            pos += len(m.group(0))
+            last = name[pos : pos + int(m.group(0))]
+            pos += int(m.group(0))
+        return last
+    base = name.split("(", 1)[0]
+    base = re.sub(r"\[[^\]]*\]|<[^>]*>", "", base).strip()
+    return base.split()[-1].split("::")[-1] if base else name
+
+
+def _number(value: str, unit: str) -> float:
+    text = value.strip().replace(",", "")
+    if text in ("", "n/a", "N/A"):
+        raise NcuError(f"ncu printed no value ({value!r}) for a metric")
+    scale = _UNITS.get(unit.strip())
+    if scale is None:
+        raise NcuError(f"unknown unit {unit!r} in ncu's output")
+    return float(text) * scale
+
+
+def parse_ncu_csv(text: str) -> list[KernelCounters]:
+    """The profiled kernels in ``ncu --csv`` output, in launch order.
+
+    Lines that are not CSV (``==PROF==`` messages, the workload's own prints) are
+    skipped.  Columns are found by their header names, so versions that add or
+    drop columns parse the same.
+    """
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    if start is None:
+        raise NcuError('no CSV header ("ID",...) in the ncu output; was ncu run with --csv?')
+    rows = [ln for ln in lines[start:] if ln.startswith('"')]
+    reader = csv.DictReader(io.StringIO("\n".join(rows)))
+    need = {"ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"}
+    missing = need - set(reader.fieldnames or [])
+    if missing:
+        raise NcuError(f"ncu's CSV lacks the columns {sorted(missing)}")
+    kernels: dict[int, dict[str, Any]] = {}
+    for row in reader:
+        if row["Metric Name"] not in METRICS:
+            continue
+        k = kernels.setdefault(
+            int(row["ID"]),
+            {"full_name": row["Kernel Name"], "grid": row.get("Grid Size", ""), "block": row.get("Block Size", "")},
+        )
+        k[row["Metric Name"]] = _number(row["Metric Value"], row["Metric Unit"])
+    result = []
+    for kid in sorted(kernels):
+        k = kernels[kid]
+        absent = [m for m in METRICS if m not in k]
+        if absent:
+            raise NcuError(f"kernel {kid} ({k['full_name']}) has no value for {absent}")
+        result.append(
+            KernelCounters(kid, short_kernel_name(k["full_name"]), k["full_name"], k["grid"], k["block"],
+                           k["dram__bytes_read.sum"], k["dram__bytes_write.sum"])
+        )
+    return result
+
+
+def ncu_command(program: Sequence[str], cache_control: str = "all", kernel_regex: str = KERNEL_REGEX,
+                launch_count: int | None = None) -> list[str]:
+    """The ``ncu`` command line that profiles ``program`` (a list of arguments)."""
+    if cache_control not in ("all", "none"):
+        raise ValueError(f"cache_control must be 'all' or 'none', got {cache_control!r}")
+    cmd = ["ncu", "--clock-control", "none", "--cache-control", cache_control,
+           "--metrics", ",".join(METRICS), "--csv", "--print-units", "base",
+           "--kernel-name-base", "function", "--kernel-name", kernel_regex]
+    if launch_count is not None:
+        cmd += ["-c", str(launch_count)]
+    return cmd + list(program)
+
+
+def run_ncu(program: Sequence[str], cache_control: str = "all", launch_count: int | None = None,
+            timeout: float = 300) -> tuple[list[KernelCounters], str]:
+    """Profile ``program`` under ncu; returns the parsed kernels and ncu's raw output."""
+    if not ncu_available():
+        raise NcuError("ncu is not on PATH: install Nsight Compute, or read the committed results")
+    done = subprocess.run(ncu_command(program, cache_control, launch_count=launch_count),
+                          capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
+        raise NcuError(f"ncu exited with {done.returncode}: " + " | ".join(tail))
+    return parse_ncu_csv(done.stdout), done.stdout
+
+
+# --- the workload ncu profiles ----------------------------------------------------
+
+
+def workload(log2_sizes: Sequence[int], ledger_path: str) -> None:
+    """Run the three kernels and the fused kernel once per size, recording each launch in a ledger.
+
+    The ledger's per-launch bytes go to ``ledger_path`` (JSON), in launch order, so
+    they can be joined with ncu's rows.  Arrays are allocated once at the largest
+    size; each size uses the leading ``n`` elements.
+    """
+    import numpy as np
+    from numba import cuda
+
+    from .ledger import Ledger
+    from .pipeline import run_fused, run_three_kernels
+
+    largest = 2 ** max(log2_sizes)
+    host = np.full(largest, 1.5, dtype=np.float32)
+    big = [cuda.to_device(host) for _ in range(3)] + [cuda.device_array(largest, np.float32) for _ in range(3)]
+    records = []
+    for k in log2_sizes:
+        n = 2**k
+        a, b, c, t1, t2, out = (x[:n] for x in big)
+        with Ledger(f"n=2^{k}") as ledger:
+            run_three_kernels(a, b, c, 2.0, t1, t2, out)
+            run_fused(a, b, c, 2.0, out)
+        cuda.synchronize()
+        for launch in ledger.launches:
+            records.append({"n": n, "kernel": launch.kernel, "threads": launch.threads,
+                            "ledger_bytes_read": launch.bytes_read, "ledger_bytes_written": launch.bytes_written})
+    with open(ledger_path, "w") as f:
+        json.dump(records, f)
+
+
+def l2_cache_bytes() -> int | None:
+    """The GPU's L2 size from the CUDA driver (attribute 38), or ``None`` without a GPU."""
+    for lib in ("libcuda.so.1", "libcuda.so"):
+        try:
+            driver = ctypes.CDLL(lib)
+        except OSError:
+            continue
+        value, device = ctypes.c_int(0), ctypes.c_int(0)
+        if driver.cuInit(0) or driver.cuDeviceGet(ctypes.byref(device), 0):
+            return None
+        if driver.cuDeviceGetAttribute(ctypes.byref(value), 38, device):
+            return None
+        return int(value.value)
+    return None
+
+
+def join(ledger: list[dict[str, Any]], kernels: list[KernelCounters], l2_bytes: int | None) -> list[dict[str, Any]]:
+    """One row per launch: ledger and ncu bytes side by side, and the 3% check where it applies."""
+    if len(ledger) != len(kernels):
+        raise NcuError(f"the ledger recorded {len(ledger)} launches but ncu profiled {len(kernels)}")
+    rows = []
+    for record, k in zip(ledger, kernels):
+        if record["kernel"] != k.kernel or (k.grid and record["threads"] != k.threads):
+            raise NcuError(f"launch order differs: ledger {record['kernel']} ({record['threads']} threads), "
+                           f"ncu {k.kernel} ({k.threads} threads)")
+        model = record["ledger_bytes_read"] + record["ledger_bytes_written"]
+        measured = k.dram_bytes_read + k.dram_bytes_write
+        large = l2_bytes is not None and record["n"] * 4 >= LARGE * l2_bytes
+        rows.append({
+            **record,
+            "ncu_dram_bytes_read": k.dram_bytes_read,
+            "ncu_dram_bytes_written": k.dram_bytes_write,
+            "ratio": measured / model,
+            "arrays_at_least_4x_l2": large,
+            "within_3_percent": abs(measured / model - 1) <= AGREEMENT if large else None,
+        })
+    return rows
+
+
+def collect(log2_sizes: Sequence[int], modes: Sequence[str] = ("all", "none")) -> dict[str, Any]:
+    """Profile the workload under each cache policy and write ``results/<device>/ncu_dram.json``."""
+    from .provenance import write_result
+
+    l2 = l2_cache_bytes()
+    payload: dict[str, Any] = {
+        "what": "DRAM bytes per kernel launch: Nsight Compute counters against the trip ledger",
+        "metrics": list(METRICS),
+        "l2_cache_bytes": l2,
+        "sizes": [2**k for k in log2_sizes],
+        "modes": {},
+    }
+    for mode in modes:
+        with tempfile.TemporaryDirectory() as tmp:
+            ledger_path = os.path.join(tmp, "ledger.json")
+            program = [sys.executable, "-m", "helpers.ncu", "workload", "--log2-sizes",
+                       ",".join(map(str, log2_sizes)), "--ledger", ledger_path]
+            try:
+                kernels, raw = run_ncu(program, mode, launch_count=4 * len(log2_sizes))
+                with open(ledger_path) as f:
+                    ledger = json.load(f)
+                rows = join(ledger, kernels, l2)
+                payload["modes"][mode] = {"command": " ".join(ncu_command(["python3", "-m", "helpers.ncu", "workload"], mode)),
+                                          "launches": rows, "ncu": [asdict(k) for k in kernels]}
+            except (NcuError, OSError, subprocess.TimeoutExpired) as exc:
+                payload["modes"][mode] = {"error": str(exc)}
+    flushed = payload["modes"].get("all", {}).get("launches", [])
+    checked = [r["within_3_percent"] for r in flushed if r["within_3_percent"] is not None]
+    payload["agreement_check"] = {
+        "rule": "ledger bytes (read + written) within 3% of ncu DRAM bytes, per launch, "
+                "arrays of at least 4x L2, caches flushed before each kernel (--cache-control all)",
+        "launches_checked": len(checked),
+        "passed": bool(checked) and all(checked),
+    }
+    path = write_result(RESULT_NAME, payload)
+    print(f"wrote {path}")
+    return payload
+
+
+def load_results() -> dict[str, Any] | None:
+    """The committed H200 ncu results, or ``None`` (with a printed note) when there are none yet."""
+    from .provenance import read_result
+
+    try:
+        return read_result(RESULT_NAME)
+    except FileNotFoundError as exc:
+        print(f"note: {exc}. The hardware count is skipped here; it is collected by scripts/gpu/20_ncu.sh.")
+        return None
+
+
+def pipeline_totals(results: dict[str, Any], mode: str = "all") -> list[dict[str, Any]]:
+    """Per size and pipeline ("three kernels", "fused"): ledger bytes and ncu DRAM bytes summed over launches."""
+    launches = results.get("modes", {}).get(mode, {}).get("launches", [])
+    totals: dict[tuple[int, str], dict[str, Any]] = {}
+    for r in launches:
+        pipeline = "fused" if r["kernel"] == "fused_kernel" else "three kernels"
+        t = totals.setdefault((r["n"], pipeline), {"n": r["n"], "pipeline": pipeline, "ledger": 0, "ncu_read": 0.0, "ncu_written": 0.0})
+        t["ledger"] += r["ledger_bytes_read"] + r["ledger_bytes_written"]
+        t["ncu_read"] += r["ncu_dram_bytes_read"]
+        t["ncu_written"] += r["ncu_dram_bytes_written"]
+    return [totals[k] for k in sorted(totals)]
+
+
+def plot_dram_against_ledger(results: dict[str, Any]) -> Any:
+    """DRAM bytes measured by ncu over bytes counted by the ledger, against array size, per pipeline and cache policy."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    for mode, style in (("all", "-"), ("none", "--")):
+        for pipeline, marker in (("three kernels", "o"), ("fused", "s")):
+            rows = [t for t in pipeline_totals(results, mode) if t["pipeline"] == pipeline]
+            if rows:
+                x = [t["n"] * 4 / 1e6 for t in rows]
+                y = [(t["ncu_read"] + t["ncu_written"]) / t["ledger"] for t in rows]
+                label = f"{pipeline}, L2 {'flushed before each kernel' if mode == 'all' else 'kept between kernels'}"
+                _ = ax.plot(x, y, style, marker=marker, label=label)
+    if results.get("l2_cache_bytes"):
+        _ = ax.axvline(results["l2_cache_bytes"] / 1e6, color="grey", lw=0.8)
+        _ = ax.text(results["l2_cache_bytes"] / 1e6, 0.05, " L2 size", color="grey")
+    _ = ax.axhline(1.0, color="black", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.2)
+    ax.set_xlabel("one array (MB)")
+    ax.set_ylabel("ncu DRAM bytes / ledger bytes")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m helpers.ncu", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("collect", "workload"):
+        p = sub.add_parser(name)
+        p.add_argument("--log2-sizes", default="20,22,24,26,28", help="comma-separated powers of two")
+        if name == "workload":
+            p.add_argument("--ledger", required=True, help="where to write the ledger's launches (JSON)")
+        else:
+            p.add_argument("--modes", default="all,none", help="ncu --cache-control values to collect")
+    args = parser.parse_args(argv)
+    sizes = [int(k) for k in args.log2_sizes.split(",")]
+    if args.command == "workload":
+        import helpers  # noqa: F401  (choose the backend before numba loads)
+
+        workload(sizes, args.ledger)
+    else:
+        import helpers  # noqa: F401
+
+        result = collect(sizes, args.modes.split(","))
+        print(json.dumps(result["agreement_check"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""The Nsight Compute helper: command line, CSV parser, and the join with the ledger.
+
+The CSV below is a PARSER FIXTURE written by hand in the format `ncu --csv
+--print-units base` prints (one row per kernel and metric, quoted, with a
+thousands separator in one value). Its numbers are made up, not measurements.
+"""
+
+import json
+
+import pytest
+
+import helpers
+from helpers import ncu
+
+FIXTURE = """\
+==PROF== Connected to process 4242 (/usr/bin/python3.12)
+some line the workload printed
+==PROF== Profiling "add_kernel" - 0: 0%....50%....100% - 1 pass
+==PROF== Profiling "fused_kernel" - 1: 0%....50%....100% - 1 pass
+==PROF== Disconnected from process 4242
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","4242","python3.12","127.0.0.1","add_kernel","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","byte","2,048"
+"0","4242","python3.12","127.0.0.1","add_kernel","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_write.sum","byte","1024"
+"1","4242","python3.12","127.0.0.1","fused_kernel","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","Kbyte","3.072"
+"1","4242","python3.12","127.0.0.1","fused_kernel","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_write.sum","byte","0"
+"""
+
+
+def test_parser_reads_kernels_in_order_in_bytes():
+    kernels = ncu.parse_ncu_csv(FIXTURE)
+    assert [k.kernel for k in kernels] == ["add_kernel", "fused_kernel"]
+    assert [(k.dram_bytes_read, k.dram_bytes_write) for k in kernels] == [(2048, 1024), (3072, 0)]
+    assert kernels[0].threads == 256
+
+
+def test_parser_errors_are_clear():
+    with pytest.raises(ncu.NcuError, match="no CSV header"):
+        ncu.parse_ncu_csv("==PROF== nothing profiled\n")
+    one_metric = "\n".join(FIXTURE.splitlines()[:7])
+    with pytest.raises(ncu.NcuError, match="dram__bytes_write.sum"):
+        ncu.parse_ncu_csv(one_metric)
+    with pytest.raises(ncu.NcuError, match="unit"):
+        ncu.parse_ncu_csv(FIXTURE.replace('"Kbyte"', '"furlong"'))
+
+
+@pytest.mark.parametrize("name", [
+    "add_kernel",
+    "helpers::pipeline::add_kernel[abi:v1][abi:cw51cXTLSUwv1sDU](Array<float, 1, C, mutable, aligned>)",
+    "_ZN7helpers8pipeline10add_kernelB2v1B92cw51cXTLSUwv1sDUaKthE5ArrayIfLi1E1C7mutable7alignedE",
+])
+def test_kernel_names_are_shortened(name):
+    assert ncu.short_kernel_name(name) == "add_kernel"
+
+
+def test_command_leaves_the_clocks_alone_and_names_the_cache_policy():
+    cmd = ncu.ncu_command(["python3", "x.py"], "none", launch_count=8)
+    assert cmd[:3] == ["ncu", "--clock-control", "none"]
+    assert cmd[cmd.index("--cache-control") + 1] == "none"
+    assert "dram__bytes_read.sum,dram__bytes_write.sum" in cmd and "--csv" in cmd
+    assert cmd[-2:] == ["python3", "x.py"] and "-c" in cmd
+    with pytest.raises(ValueError):
+        ncu.ncu_command(["x"], "some")
+
+
+def test_workload_ledger_joins_with_ncu_rows(tmp_path):
+    path = tmp_path / "ledger.json"
+    ncu.workload([8], str(path))
+    ledger = json.loads(path.read_text())
+    assert [r["kernel"] for r in ledger] == list(ncu.PIPELINE_KERNELS)
+    assert [r["ledger_bytes_read"] + r["ledger_bytes_written"] for r in ledger] == [12 * 256, 12 * 256, 8 * 256, 16 * 256]
+    fake = [ncu.KernelCounters(i, r["kernel"], r["kernel"], "(1, 1, 1)", "(256, 1, 1)",
+                               r["ledger_bytes_read"] * 0.99, r["ledger_bytes_written"] * 0.5) for i, r in enumerate(ledger)]
+    rows = ncu.join(ledger, fake, l2_bytes=None)
+    assert all(r["within_3_percent"] is None for r in rows)  # unknown L2: no verdict
+    rows = ncu.join(ledger, fake, l2_bytes=100)  # arrays of 1 KB are "large" against a 100-byte L2
+    assert [r["within_3_percent"] for r in rows] == [False] * 4
+    totals = ncu.pipeline_totals({"modes": {"all": {"launches": rows}}})
+    assert [(t["pipeline"], t["ledger"]) for t in totals] == [("fused", 16 * 256), ("three kernels", 32 * 256)]
+    with pytest.raises(ncu.NcuError, match="order"):
+        ncu.join(ledger, fake[::-1], l2_bytes=None)
+
+
+def test_missing_results_give_a_note_not_an_error(monkeypatch, tmp_path, capsys):
+    from helpers import provenance
+
+    monkeypatch.setattr(provenance, "RESULTS_DIR", tmp_path)
+    assert ncu.load_results() is None
+    assert "note:" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(helpers.is_simulator() or not ncu.ncu_available(), reason="needs a GPU and ncu")
+def test_ledger_within_3_percent_of_ncu_for_large_arrays():
+    kernels, _ = ncu.run_ncu(["python3", "-m", "helpers.ncu", "workload", "--log2-sizes", "26",
+                              "--ledger", "/tmp/ncu_test_ledger.json"], "all", launch_count=4)
+    ledger = json.load(open("/tmp/ncu_test_ledger.json"))
+    rows = ncu.join(ledger, kernels, ncu.l2_cache_bytes())
+    assert all(r["within_3_percent"] for r in rows), rows
