@@ -24,3 +24,21 @@ test: setup
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# The size sweep of notebook 05 (a tiny correctness-only sweep in the simulator).
+# e.g. make bench BENCH_ARGS="--sizes 2^10..2^24:2 --impl three,fused,copy"
+.PHONY: bench
+bench: setup
+	$(PY) -m helpers.bench $(BENCH_ARGS)
+
+# Student and solution notebooks from notebooks/exercises/source (never clobbers a
+# student's edits; RELEASE_ARGS=--force to overwrite, RELEASE_ARGS=--check to verify).
+.PHONY: release-exercises
+release-exercises: setup
+	$(PY) scripts/release_exercises.py $(RELEASE_ARGS)
+
+# The readable HTML edition: the committed (GPU-executed) notebooks, nothing re-run,
+# into build/html/ (open build/html/index.html).
+.PHONY: html
+html: setup
+	$(PY) scripts/build_html.py --out build/html

@@ -25,6 +25,9 @@ def random_inputs(n: int, count: int = 3, *, dtype: Any = np.float32, seed: int 
     if n <= 0:
         raise ValueError(f"n must be positive, got {n}")
     rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if dtype in (np.float32, np.float64):  # draw in the target precision: 2^28 float32s in a second or two
+        return [(rng.random(n, dtype=dtype) * dtype.type(high - low) + dtype.type(low)) for _ in range(count)]
     return [rng.uniform(low, high, n).astype(dtype) for _ in range(count)]
 
 

@@ -1,0 +1,938 @@
+"""The size sweep: ``out = (a + b) * c / s`` from n = 2^10 to 2^28, Numba against its peers.
+
+Run it as ``make bench`` or ``python -m helpers.bench --help``.  For every size and
+every implementation it
+
+1. checks the result against NumPy on fresh random inputs, with the output
+   poisoned (NaN) first, before anything is timed;
+2. times it with CUDA events in three modes (see :data:`helpers.sweep_analysis.MODES`):
+   ``loop`` (what a Python loop sees, launch overhead included), ``gpu`` (GPU time
+   only, L2 warm) and ``gpu_cold`` (GPU time only, L2 flushed first);
+3. writes every sample, the environment record and pass/fail performance bars to
+   ``results/<device>/bench_sweep.json``, then plots.
+
+Memory is allocated once at the largest size; a smaller size uses prefix views,
+which stay contiguous (and 256-byte aligned).  In the CUDA simulator the command
+runs a tiny sweep that checks correctness only and is labelled simulated: it
+reports no times, because the simulator's times say nothing about a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import math
+import re
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from numba import cuda
+
+from . import sweep_analysis as sa
+from .backend import device_name, is_simulator, sm_count
+from .checks import CheckFailed, check_close, default_tolerance, random_inputs
+from .ledger import Ledger
+from .pipeline import add_kernel, fused_kernel, multiply_kernel, reference, run_fused, run_three_kernels, scale_kernel
+from .provenance import environment_record, write_result
+from .sizes import BLOCK_SIZE, blocks_for
+from .timing import SIMULATOR_MESSAGE, Timing, format_ms, time_gpu
+
+DTYPE = np.float32
+SWEEP_NAME = "bench_sweep"
+OVERHEAD_NAME = "launch_overhead"
+GPU_SIZES = [2**k for k in range(10, 29)]
+SIMULATOR_SIZES = [100, 300]
+SIMULATOR_MAX_SIZE = 5000  # the simulator runs a few thousand GPU threads per second
+DEFAULT_REPEATS = 25
+DEFAULT_WARMUP = 3
+CPU_BUDGET_S = 1.0  # NumPy at large n: as many repeats as fit in this, at least MIN_CPU_REPEATS
+MIN_CPU_REPEATS = 3
+FLUSH_FACTOR = 4  # the L2 flush reads this many L2 sizes of other data
+H200_L2_BYTES_FALLBACK = 60 * 2**20  # used only if the driver does not report the L2 size
+PNG_NAMES = {"runtime": "sweep_runtime.png", "bandwidth": "sweep_bandwidth.png", "headline": "headline.png",
+             "overhead": "launch_overhead.png"}
+
+# The project's own probe on an H200 at n = 2^28 (design/series.md, "Facts measured"), the figures
+# the sweep is asked to reproduce within 10 %.
+DESIGN_CARD = {
+    "device": "NVIDIA H200",
+    "n": 2**28,
+    "times_ms": {"numba three kernels": 2.72, "numba fused": 1.165, "torch.compile": 1.03,
+                 "cupy ElementwiseKernel": 1.29, "torch eager": 1.99},
+    "copy_gbs": 4277.0,
+    "tolerance": 0.10,
+    "min_speedup": 2.0,
+}
+
+
+class Unavailable(RuntimeError):
+    """An optional implementation cannot run here (not installed, or needs a GPU)."""
+
+
+# --- small kernels the benchmark itself needs -------------------------------------------
+
+
+@cuda.jit
+def _fill_nan(out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = math.nan
+
+
+@cuda.jit
+def _count_mismatches(got, expected, rtol, count):
+    i = cuda.grid(1)
+    if i < got.size:
+        e = expected[i]
+        if not abs(got[i] - e) <= rtol * abs(e):  # NaN (an unwritten element) fails too
+            cuda.atomic.add(count, 0, 1)
+
+
+@cuda.jit
+def _read_all(buffer, sink):
+    """Read every element (grid-stride): evicts other data from L2 and leaves only clean lines."""
+    total = 0.0
+    for i in range(cuda.grid(1), buffer.size, cuda.gridsize(1)):
+        total += buffer[i]
+    if total == -1.0:  # never true for the zero-filled buffer; stops the reads being removed
+        sink[0] = total
+
+
+@cuda.jit
+def _hold(iterations):
+    """Keep the GPU busy while the host queues the launches to be timed."""
+    for _ in range(iterations):
+        cuda.nanosleep(1000)
+
+
+def _poison(*arrays: Any) -> None:
+    """Fill device arrays with NaN on the device (no host copy, even at 2^28)."""
+    for array in arrays:
+        _fill_nan[blocks_for(array.size), BLOCK_SIZE](array)
+
+
+# --- implementations ------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    """One implementation at one size: what to time, where its answer lands, how to poison it."""
+
+    run: Callable[[], Any]
+    output: Callable[[], Any]  # the last run's result: a device array, a CAI object or a host array
+    poison: Callable[[], None]
+    expected: Any  # device array holding the right answer
+    poisoned: bool = True  # False where the output is a fresh allocation we cannot pre-fill
+
+
+@dataclass(frozen=True)
+class Implementation:
+    key: str  # the name on the command line
+    label: str  # the name in results and plots
+    device: str  # "gpu" or "cpu"
+    traffic: str  # the counted pipeline whose memory traffic it shares: "three kernels", "fused" or "copy"
+    note: str
+    factory: Callable[["Pool"], Callable[[int], Case]]
+
+
+class Pool:
+    """Inputs and outputs allocated once at the largest size; size n uses the first n elements."""
+
+    def __init__(self, n_max: int) -> None:
+        self.n_max = n_max
+        self.host = random_inputs(n_max, dtype=DTYPE)  # fresh draw, values in [0.5, 2)
+        self.s = DTYPE(np.random.default_rng().uniform(1.5, 4.0))
+        self.a, self.b, self.c = (cuda.to_device(x) for x in self.host)
+        self.t1, self.t2, self.out, self.expected = (cuda.device_array(n_max, DTYPE) for _ in range(4))
+        self.expected_n = 0
+
+    def views(self, n: int) -> tuple[Any, ...]:
+        """a, b, c, t1, t2, out of length n (contiguous prefixes)."""
+        return tuple(x[:n] for x in (self.a, self.b, self.c, self.t1, self.t2, self.out))
+
+    def load_expected(self, n: int) -> np.ndarray:
+        """NumPy's answer at size n, kept on the device for the comparisons."""
+        answer = reference(*(x[:n] for x in self.host), self.s)
+        self.expected[:n].copy_to_device(answer)
+        self.expected_n = n
+        return answer
+
+
+def _numba_three(pool: Pool) -> Callable[[int], Case]:
+    def case(n: int) -> Case:
+        a, b, c, t1, t2, out = pool.views(n)
+        blocks, s = blocks_for(n), pool.s
+
+        def run() -> None:  # exactly as a learner writes it: three launches
+            add_kernel[blocks, BLOCK_SIZE](a, b, t1)
+            multiply_kernel[blocks, BLOCK_SIZE](t1, c, t2)
+            scale_kernel[blocks, BLOCK_SIZE](t2, s, out)
+
+        return Case(run, lambda: out, lambda: _poison(t1, t2, out), pool.expected[:n])
+
+    return case
+
+
+def _numba_fused(pool: Pool) -> Callable[[int], Case]:
+    def case(n: int) -> Case:
+        a, b, c, _, _, out = pool.views(n)
+        blocks, s = blocks_for(n), pool.s
+        return Case(lambda: fused_kernel[blocks, BLOCK_SIZE](a, b, c, s, out), lambda: out,
+                    lambda: _poison(out), pool.expected[:n])
+
+    return case
+
+
+def _numba_best(pool: Pool) -> Callable[[int], Case]:
+    try:
+        roofline = importlib.import_module("helpers.roofline")
+    except ImportError as error:
+        raise Unavailable(f"helpers.roofline is not importable ({error})") from None
+    best = getattr(roofline, "best_fused", None)
+    if best is None:
+        raise Unavailable("helpers.roofline has no best_fused(a, b, c, s, out)")
+    # best_fused looks its variant up on every call; look it up once, so that the lookup is not timed.
+    # The pool's views start at the allocation, so they are aligned for the vector variants.
+    name = roofline.best_variant_name() if hasattr(roofline, "best_variant_name") else None
+    launch = getattr(roofline, "VARIANTS", {}).get(name, best)
+    print(f"numba fused (best): helpers.roofline variant {name or 'best_fused'}", file=sys.stderr)
+
+    def case(n: int) -> Case:
+        a, b, c, _, _, out = pool.views(n)
+        return Case(lambda: launch(a, b, c, pool.s, out), lambda: out, lambda: _poison(out), pool.expected[:n])
+
+    return case
+
+
+def _numpy_cpu(pool: Pool) -> Callable[[int], Case]:
+    def case(n: int) -> Case:
+        a, b, c = (x[:n] for x in pool.host)
+        s = pool.s
+        last: list[np.ndarray] = []
+
+        def run() -> None:
+            last[:] = [(a + b) * c / s]
+
+        return Case(run, lambda: last[0], last.clear, pool.expected[:n], poisoned=False)
+
+    return case
+
+
+def _require_gpu_module(name: str) -> Any:
+    if is_simulator():
+        raise Unavailable(f"{name} needs a GPU (this is the simulator)")
+    if importlib.util.find_spec(name) is None:
+        raise Unavailable(f"{name} is not installed")
+    try:
+        return importlib.import_module(name)
+    except Exception as error:  # a broken install must not stop the sweep
+        raise Unavailable(f"{name} failed to import: {error}") from None
+
+
+def _cupy_elementwise(pool: Pool) -> Callable[[int], Case]:
+    cupy = _require_gpu_module("cupy")
+    kernel = cupy.ElementwiseKernel("float32 a, float32 b, float32 c, float32 s", "float32 out",
+                                    "out = (a + b) * c / s", "abc_fused")
+    a_, b_, c_, out_ = (cupy.asarray(x) for x in (pool.a, pool.b, pool.c, pool.out))
+
+    def case(n: int) -> Case:
+        a, b, c, out = a_[:n], b_[:n], c_[:n], out_[:n]
+        out_numba = pool.out[:n]
+        return Case(lambda: kernel(a, b, c, pool.s, out), lambda: out_numba, lambda: _poison(out_numba),
+                    pool.expected[:n])
+
+    return case
+
+
+def _torch_views(torch: Any, pool: Pool) -> list[Any]:
+    return [torch.as_tensor(x, device="cuda") for x in (pool.a, pool.b, pool.c, pool.t1, pool.t2, pool.out)]
+
+
+def _torch_eager(pool: Pool) -> Callable[[int], Case]:
+    torch = _require_gpu_module("torch")
+    full = _torch_views(torch, pool)
+
+    def case(n: int) -> Case:
+        a, b, c, t1, t2, out = (x[:n] for x in full)
+        s = float(pool.s)
+
+        def run() -> None:  # three library ops, intermediates in memory: the unfused pipeline
+            torch.add(a, b, out=t1)
+            torch.mul(t1, c, out=t2)
+            torch.div(t2, s, out=out)
+
+        numba_views = pool.views(n)
+        return Case(run, lambda: out, lambda: _poison(*numba_views[3:]), pool.expected[:n])
+
+    return case
+
+
+def _torch_compile(pool: Pool) -> Callable[[int], Case]:
+    torch = _require_gpu_module("torch")
+    full = _torch_views(torch, pool)
+
+    def expression(a: Any, b: Any, c: Any, s: float) -> Any:
+        return (a + b) * c / s
+
+    compiled = torch.compile(expression, dynamic=True)  # one compilation serves every n
+    started = time.perf_counter()
+    warm = [x[:1000] for x in full[:3]]
+    compiled(*warm, float(pool.s))
+    torch.cuda.synchronize()
+    print(f"torch.compile: compiled in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+
+    def case(n: int) -> Case:
+        a, b, c = (x[:n] for x in full[:3])
+        s = float(pool.s)
+        last: list[Any] = []
+
+        def run() -> None:
+            last[:] = [compiled(a, b, c, s)]
+
+        def poison() -> None:
+            # The output is a fresh allocation: fill the last one with NaN and hand it back to
+            # PyTorch's caching allocator, which gives the same block to the next call.
+            if last:
+                last.pop().fill_(float("nan"))
+
+        return Case(run, lambda: last[0], poison, pool.expected[:n])
+
+    return case
+
+
+def _device_copy(pool: Pool) -> Callable[[int], Case]:
+    def case(n: int) -> Case:
+        a, _, _, _, _, out = pool.views(n)
+        return Case(lambda: out.copy_to_device(a), lambda: out, lambda: _poison(out), a)
+
+    return case
+
+
+IMPLEMENTATIONS: dict[str, Implementation] = {
+    impl.key: impl
+    for impl in (
+        Implementation("three", "numba three kernels", "gpu", "three kernels", "add, multiply, scale: 3 launches", _numba_three),
+        Implementation("fused", "numba fused", "gpu", "fused", "one launch, one element per thread", _numba_fused),
+        Implementation("best", "numba fused (best)", "gpu", "fused", "helpers.roofline.best_fused", _numba_best),
+        Implementation("numpy", "numpy (CPU)", "cpu", "three kernels", "(a + b) * c / s on the host", _numpy_cpu),
+        Implementation("cupy", "cupy ElementwiseKernel", "gpu", "fused", "one generated kernel", _cupy_elementwise),
+        Implementation("torch", "torch eager", "gpu", "three kernels", "torch.add/mul/div with out=: 3 launches", _torch_eager),
+        Implementation("compile", "torch.compile", "gpu", "fused", "Inductor/Triton, dynamic=True", _torch_compile),
+        Implementation("copy", "device copy", "gpu", "copy", "device-to-device copy of a: the bandwidth ceiling", _device_copy),
+    )
+}
+
+
+# --- command-line options ----------------------------------------------------------------
+
+
+@dataclass
+class Options:
+    sizes: list[int]
+    implementations: list[str]
+    repeats: int = DEFAULT_REPEATS
+    warmup: int = DEFAULT_WARMUP
+    out: Path | None = None
+    overhead: bool = True
+    plots: bool = True
+    progress: bool = True
+    name: str = SWEEP_NAME
+
+
+_POWER = re.compile(r"^2\^(\d+)$")
+_RANGE = re.compile(r"^2\^(\d+)\.\.2\^(\d+)(?::(\d+))?$")
+
+
+def parse_sizes(text: str) -> list[int]:
+    """``"2^10..2^28"`` (every power), ``"2^10..2^28:2"`` (every other), ``"1000,2^20"``: sorted sizes."""
+    sizes: set[int] = set()
+    for token in (t.strip() for t in text.split(",")):
+        if not token:
+            continue
+        if match := _RANGE.match(token):
+            first, last, step = int(match[1]), int(match[2]), int(match[3] or 1)
+            if first > last or step < 1:
+                raise ValueError(f"size range {token!r}: write 2^LOW..2^HIGH[:STEP] with LOW <= HIGH and STEP >= 1")
+            sizes.update(2**k for k in range(first, last + 1, step))
+        elif match := _POWER.match(token):
+            sizes.add(2 ** int(match[1]))
+        elif token.isdigit():
+            sizes.add(int(token))
+        else:
+            raise ValueError(f"cannot read size {token!r}: use a number (1000), a power (2^20) or a range (2^10..2^28)")
+    if not sizes:
+        raise ValueError("no sizes given")
+    if 0 in sizes:
+        raise ValueError("sizes must be positive (n = 0 launches nothing)")
+    return sorted(sizes)
+
+
+def parse_implementations(text: str) -> list[str]:
+    keys = list(IMPLEMENTATIONS) if text.strip() == "all" else [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [k for k in keys if k not in IMPLEMENTATIONS]
+    if unknown or not keys:
+        raise ValueError(f"unknown implementation(s) {', '.join(unknown) or '(none given)'}; "
+                         f"choose from {', '.join(IMPLEMENTATIONS)} or 'all'")
+    return list(dict.fromkeys(keys))
+
+
+def check_options(options: Options) -> Options:
+    """Raise ValueError naming the problem; return the options unchanged when they are usable."""
+    if options.repeats < 1 or options.warmup < 0:
+        raise ValueError("repeats must be >= 1 and warmup >= 0")
+    if not options.sizes or min(options.sizes) < 1:
+        raise ValueError("sizes must be positive")
+    if is_simulator() and max(options.sizes) > SIMULATOR_MAX_SIZE:
+        raise ValueError(
+            f"size {max(options.sizes)} is too large for the CUDA simulator (it runs a few thousand GPU threads "
+            f"per second); use sizes up to {SIMULATOR_MAX_SIZE}, e.g. --sizes 100,300"
+        )
+    return options
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.bench",
+        description="Sweep out = (a + b) * c / s over sizes: Numba three kernels and fused kernel against their peers.",
+    )
+    parser.add_argument("--sizes", default=None,
+                        help="sizes: 2^10..2^28 (every power; the GPU default), 2^10..2^28:2 (every other), "
+                        "or a list such as 1000,2^20 (simulator default: 100,300)")
+    parser.add_argument("--impl", default="all", help=f"comma-separated, from: {', '.join(IMPLEMENTATIONS)}; or 'all'")
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="timed repeats per size and mode (>= 20 for the record)")
+    parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="untimed calls before timing")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default results/h200 on an H200, results/simulator in the simulator)")
+    parser.add_argument("--name", default=SWEEP_NAME, help="JSON file name without .json")
+    parser.add_argument("--no-overhead", action="store_true", help="skip the launch-overhead measurement")
+    parser.add_argument("--no-plots", action="store_true", help="write JSON only")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def parse_options(argv: Sequence[str] | None = None) -> Options:
+    """Read the command line; a bad option exits with a message naming it (argparse's usage error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        sizes = parse_sizes(args.sizes) if args.sizes else list(SIMULATOR_SIZES if is_simulator() else GPU_SIZES)
+        options = Options(sizes=sizes, implementations=parse_implementations(args.impl), repeats=args.repeats,
+                          warmup=args.warmup, out=args.out, overhead=not args.no_overhead, plots=not args.no_plots,
+                          progress=not args.quiet, name=args.name)
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", options.name):
+            raise ValueError(f"--name {options.name!r}: use letters, digits, '_', '-' or '.'")
+        return check_options(options)
+    except ValueError as error:
+        parser.error(str(error))
+        raise  # unreachable: parser.error exits
+
+
+# --- counting and checking ---------------------------------------------------------------
+
+
+def count_pipelines(n: int = 1000) -> dict[str, dict[str, Any]]:
+    """Trips, bytes and working set per element of both Numba pipelines, counted by the ledger."""
+    a, b, c = (cuda.to_device(x) for x in random_inputs(n, dtype=DTYPE))
+    t1, t2, out = (cuda.device_array(n, DTYPE) for _ in range(3))
+    with Ledger("three kernels") as three:
+        run_three_kernels(a, b, c, 2.0, t1, t2, out)
+    with Ledger("fused") as fused:
+        run_fused(a, b, c, 2.0, out)
+    counted = {}
+    for ledger in (three, fused):
+        arrays = {t.name: t.itemsize * t.size for launch in ledger.launches for t in launch.arrays}
+        counted[ledger.name] = {
+            "launches": len(ledger.launches),
+            "trips": ledger.trips,
+            "bytes_per_element": ledger.bytes_per_element(),
+            "working_set_per_element": sum(arrays.values()) / ledger.elements,
+            "round_trips": ledger.round_trips(),
+            "counted_by": ledger.counted_by(),
+        }
+    itemsize = np.dtype(DTYPE).itemsize
+    counted["copy"] = {"launches": 1, "trips": 2, "bytes_per_element": 2 * itemsize,
+                       "working_set_per_element": 2 * itemsize, "round_trips": [], "counted_by": "model (read a, write out)"}
+    return counted
+
+
+def verify(case: Case, label: str, n: int) -> dict[str, Any]:
+    """Run once, poison the output, run again, and compare with NumPy's answer on the device.
+
+    Raises :class:`CheckFailed` with the first bad element when the result is wrong.
+    """
+    case.run()
+    cuda.synchronize()
+    case.poison()
+    cuda.synchronize()
+    case.run()
+    cuda.synchronize()
+    got = case.output()
+    if isinstance(got, np.ndarray):
+        got_device = cuda.to_device(got)
+    elif hasattr(got, "copy_to_host"):  # a Numba device array
+        got_device = got
+    else:  # a CuPy array or a PyTorch tensor, viewed through __cuda_array_interface__
+        got_device = cuda.as_cuda_array(got)
+    count = cuda.to_device(np.zeros(1, dtype=np.int64))
+    rtol = default_tolerance(DTYPE)
+    _count_mismatches[blocks_for(n), BLOCK_SIZE](got_device, case.expected, DTYPE(rtol), count)
+    mismatches = int(count.copy_to_host()[0])
+    if mismatches:
+        check_close(got_device.copy_to_host(), case.expected.copy_to_host(), name=f"{label} at n={n}", rtol=rtol)
+        raise CheckFailed(f"{label} at n={n}: {mismatches} elements differ from NumPy beyond rtol={rtol:g}")
+    return {"implementation": label, "n": n, "passed": True, "poisoned": case.poisoned}
+
+
+# --- timing ------------------------------------------------------------------------------------
+
+
+class GpuClock:
+    """CUDA-event timing in the three modes, sharing one L2 flush buffer and one hold kernel."""
+
+    def __init__(self, l2_bytes: int) -> None:
+        self.flush_buffer = cuda.to_device(np.zeros(FLUSH_FACTOR * l2_bytes // 4, dtype=np.float32))
+        self.sink = cuda.device_array(1, np.float32)
+        self.flush_blocks = 4 * (sm_count() or 1)
+        self.flush()
+        _hold[1, 1](10)
+        cuda.synchronize()
+        self.us_per_hold_iteration = self._calibrate()
+
+    def flush(self) -> None:
+        _read_all[self.flush_blocks, BLOCK_SIZE](self.flush_buffer, self.sink)
+
+    def _calibrate(self) -> float:
+        start, end = cuda.event(), cuda.event()
+        start.record()
+        _hold[1, 1](2000)
+        end.record()
+        end.synchronize()
+        return max(cuda.event_elapsed_time(start, end) * 1e3 / 2000, 0.05)
+
+    def host_enqueue_us(self, run: Callable[[], Any]) -> float:
+        """Median host time to issue ``run`` (without waiting for the GPU)."""
+        costs = []
+        for _ in range(5):
+            cuda.synchronize()
+            started = time.perf_counter()
+            run()
+            costs.append((time.perf_counter() - started) * 1e6)
+        cuda.synchronize()
+        return statistics.median(costs)
+
+    def queued(self, run: Callable[[], Any], repeats: int, *, cold: bool) -> tuple[list[float], float]:
+        """GPU-only times: the launches are queued behind a wait kernel long enough to hide their issue cost."""
+        hold_us = max(200.0, 5 * self.host_enqueue_us(run))
+        iterations = math.ceil(hold_us / self.us_per_hold_iteration)
+        start, end = cuda.event(), cuda.event()
+        samples = []
+        for _ in range(repeats):
+            if cold:
+                self.flush()
+            _hold[1, 1](iterations)
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
+            samples.append(cuda.event_elapsed_time(start, end))
+        return samples, hold_us
+
+
+def time_host(run: Callable[[], Any], repeats: int, budget_s: float = CPU_BUDGET_S) -> list[float]:
+    """Wall-clock times (ms) of a host computation; fewer repeats when one call is slow."""
+    started = time.perf_counter()
+    run()  # warm-up, and a measure of how many repeats fit in the budget
+    first = time.perf_counter() - started
+    count = max(MIN_CPU_REPEATS, min(repeats, int(budget_s / max(first, 1e-9))))
+    samples = []
+    for _ in range(count):
+        started = time.perf_counter()
+        run()
+        samples.append((time.perf_counter() - started) * 1e3)
+    return samples
+
+
+def _measurement(label: str, n: int, mode: str, samples: list[float], **extra: Any) -> dict[str, Any]:
+    timing = Timing(label, samples)
+    return {"implementation": label, "n": n, "mode": mode, "median_ms": timing.median_ms, "iqr_ms": timing.spread_ms,
+            "samples_ms": [float(f"{x:.6g}") for x in samples], **extra}
+
+
+def l2_bytes() -> int | None:
+    """The GPU's L2 size as the driver reports it; ``None`` in the simulator."""
+    if is_simulator():
+        return None
+    try:
+        return int(cuda.get_current_device().L2_CACHE_SIZE)
+    except Exception:  # an old driver without the attribute
+        return H200_L2_BYTES_FALLBACK
+
+
+def _check_memory(n_max: int) -> None:
+    if is_simulator():
+        return
+    free, _ = cuda.current_context().get_memory_info()
+    needed = 10 * n_max * np.dtype(DTYPE).itemsize + FLUSH_FACTOR * (l2_bytes() or 0)
+    if needed > free:
+        raise ValueError(f"n = {n_max} needs about {needed / 2**30:.1f} GiB of GPU memory, "
+                         f"{free / 2**30:.1f} GiB is free: choose smaller --sizes")
+
+
+# --- the sweep -----------------------------------------------------------------------------------
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # tqdm is a dependency, but a missing progress bar must not stop a GPU run
+        class tqdm:  # type: ignore[no-redef]
+            def __init__(self, **_: Any) -> None: ...
+            def update(self, *_: Any) -> None: ...
+            def set_postfix_str(self, *_: Any) -> None: ...
+            def close(self) -> None: ...
+    return tqdm(total=total, desc="sweep", unit="case", file=sys.stderr, disable=not enabled)
+
+
+def set_up(pool: Pool, keys: Sequence[str], counted: dict[str, dict[str, Any]],
+           infos: dict[str, dict[str, Any]], *, verbose: bool = True) -> dict[str, Callable[[int], Case]]:
+    """Prepare each implementation (imports, compilation); record in ``infos`` which ran and why not."""
+    builders: dict[str, Callable[[int], Case]] = {}
+    for key in keys:
+        impl = IMPLEMENTATIONS[key]
+        traffic = counted[impl.traffic]
+        info = {"key": key, "device": impl.device, "traffic": impl.traffic, "note": impl.note,
+                "bytes_per_element": traffic["bytes_per_element"],
+                "working_set_per_element": traffic["working_set_per_element"], "status": "ok", "reason": None}
+        setup_started = time.perf_counter()
+        try:
+            builders[impl.label] = impl.factory(pool)
+        except Unavailable as why:
+            info.update(status="skipped", reason=str(why))
+            if verbose:
+                print(f"skipping {impl.label}: {why}", file=sys.stderr)
+        except Exception as error:  # a peer that cannot be set up is reported, not fatal
+            info.update(status="skipped", reason=f"setup failed: {type(error).__name__}: {error}")
+            print(f"skipping {impl.label}: setup failed: {error}", file=sys.stderr)
+        info["setup_s"] = round(time.perf_counter() - setup_started, 3)
+        infos[impl.label] = info
+    return builders
+
+
+def check_implementations(n: int = 1000, keys: Sequence[str] | None = None) -> dict[str, str]:
+    """Check each implementation once at size n, without timing: label -> "correct", "skipped: ..." or the error."""
+    keys = list(keys or IMPLEMENTATIONS)
+    pool = Pool(n)
+    infos: dict[str, dict[str, Any]] = {}
+    builders = set_up(pool, keys, count_pipelines(), infos, verbose=False)
+    pool.load_expected(n)
+    report = {}
+    for label, info in infos.items():
+        if label not in builders:
+            report[label] = f"skipped: {info['reason']}"
+            continue
+        try:
+            row = verify(builders[label](n), label, n)
+            report[label] = "correct" + (", output poisoned first" if row["poisoned"] else ", fresh output array")
+        except CheckFailed as error:
+            report[label] = f"WRONG: {error}"
+    return report
+
+
+def run_sweep(
+    sizes: Sequence[int] | None = None,
+    implementations: Sequence[str] | None = None,
+    *,
+    repeats: int = DEFAULT_REPEATS,
+    warmup: int = DEFAULT_WARMUP,
+    progress: bool = True,
+    checkpoint: Callable[[dict[str, Any]], Any] | None = None,
+) -> dict[str, Any]:
+    """Check and time every implementation at every size; return the JSON-ready result.
+
+    ``checkpoint(result)`` is called after each size, so that a run cut short still
+    leaves its measurements behind.  Raises :class:`CheckFailed` if any
+    implementation gives a wrong answer (nothing is timed for it).
+    """
+    options = check_options(Options(
+        sizes=sorted(set(sizes or (SIMULATOR_SIZES if is_simulator() else GPU_SIZES))),
+        implementations=list(implementations or IMPLEMENTATIONS), repeats=repeats, warmup=warmup))
+    simulated = is_simulator()
+    started = time.perf_counter()
+    n_max = max(options.sizes)
+    _check_memory(n_max)
+    counted = count_pipelines()
+    cache = l2_bytes()
+    result: dict[str, Any] = {
+        "environment": environment_record(),
+        "benchmark": "out = (a + b) * c / s, size sweep",
+        "simulated": simulated,
+        "note": ("SIMULATED: the CUDA simulator checked correctness only; no times were measured"
+                 if simulated else "CUDA events; every sample kept; medians and interquartile ranges"),
+        "complete": False,
+        "settings": {
+            "sizes": options.sizes, "repeats": options.repeats, "warmup": options.warmup, "dtype": "float32",
+            "block_size": BLOCK_SIZE, "l2_bytes": cache, "modes": {} if simulated else sa.MODES,
+            "cache_policy": ("L2 labelled, not hidden: 'gpu' reuses the buffers (a working set smaller than the L2 "
+                             "stays cached between repeats), 'gpu_cold' reads a buffer of "
+                             f"{FLUSH_FACTOR}x the L2 before each repeat so data come from DRAM"),
+            "verification": "every implementation at every size and at n_max - 3, on fresh random inputs in [0.5, 2), "
+                            "output poisoned with NaN first, compared with NumPy on the device (rtol 1e-5)",
+        },
+        "pipelines": counted,
+        "implementations": {},
+        "verification": [],
+        "measurements": [],
+    }
+    pool = Pool(n_max)
+    result["settings"]["s"] = float(pool.s)
+    builders = set_up(pool, options.implementations, counted, result["implementations"])
+
+    def checked(label: str, case: Case, n: int) -> bool:
+        """Verify; a wrong implementation is recorded, dropped from the sweep, and never timed."""
+        try:
+            result["verification"].append(verify(case, label, n))
+            return True
+        except Exception as error:  # a wrong answer (CheckFailed), or a peer that breaks at a new size
+            error = error if isinstance(error, CheckFailed) else f"{type(error).__name__}: {error}"
+            result["verification"].append({"implementation": label, "n": n, "passed": False, "error": str(error)})
+            result["implementations"][label].update(status="failed", reason=str(error))
+            del builders[label]
+            print(f"{label} gives a wrong result at n={n}; it will not be timed: {error}", file=sys.stderr)
+            return False
+
+    odd = n_max - 3 if n_max > 3 else n_max  # not a multiple of the block size: exercises the bounds guard
+    pool.load_expected(odd)
+    for label, build in list(builders.items()):
+        checked(label, build(odd), odd)
+
+    clock = None if simulated else GpuClock(cache or H200_L2_BYTES_FALLBACK)
+    bar = _progress(len(options.sizes) * len(builders), options.progress)
+    try:
+        for n in options.sizes:
+            pool.load_expected(n)
+            for label, build in list(builders.items()):
+                bar.set_postfix_str(f"n={sa.power_label(n)} {label}")
+                case = build(n)
+                if checked(label, case, n) and clock is not None:
+                    result["measurements"].extend(_time_case(case, label, n, options, clock,
+                                                             cpu=result["implementations"][label]["device"] == "cpu"))
+                bar.update(1)
+            if checkpoint is not None:
+                checkpoint(result)
+    finally:
+        bar.close()
+    if not simulated:
+        _release_peer_memory()
+        result["regimes"] = {label: {mode: _regimes_by_size(result, label, mode) for mode in ("loop", "gpu")}
+                             for label in builders if result["implementations"][label]["device"] == "gpu"}
+    result["bars"] = check_bars(result)
+    result["complete"] = True
+    result["elapsed_s"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+def _regimes_by_size(result: dict[str, Any], label: str, mode: str) -> dict[str, str]:
+    try:
+        return dict(zip(map(str, sa.series(result, label, mode)[0]), sa.regimes_of(result, label, mode)))
+    except ValueError as error:  # e.g. a curve with a zero time: say so rather than lose the sweep
+        return {"error": str(error)}
+
+
+def _time_case(case: Case, label: str, n: int, options: Options, clock: GpuClock, *, cpu: bool) -> list[dict[str, Any]]:
+    if cpu:
+        return [_measurement(label, n, "cpu", time_host(case.run, options.repeats))]
+    loop = time_gpu(case.run, label=label, repeats=options.repeats, warmup=options.warmup)
+    assert loop is not None  # only called on a GPU
+    rows = [_measurement(label, n, "loop", loop.samples_ms)]
+    for mode, cold in (("gpu", False), ("gpu_cold", True)):
+        samples, hold_us = clock.queued(case.run, options.repeats, cold=cold)
+        rows.append(_measurement(label, n, mode, samples, hold_us=round(hold_us, 1)))
+    return rows
+
+
+def _release_peer_memory() -> None:
+    for name, release in (("torch", lambda m: m.cuda.empty_cache()),
+                          ("cupy", lambda m: m.get_default_memory_pool().free_all_blocks())):
+        if name in sys.modules:
+            release(sys.modules[name])
+
+
+# --- the performance bars (a benchmark, not a timed test) ------------------------------------
+
+
+def check_bars(result: dict[str, Any], mode: str = "loop") -> list[dict[str, Any]]:
+    """Pass/fail against the issue's bars at n = 2^28; 'not measured' where the sweep did not reach it."""
+    n = DESIGN_CARD["n"]
+    env = result.get("environment", {})
+    device = env.get("device") or ("simulator" if result.get("simulated") else device_name())
+    comparable = DESIGN_CARD["device"] in str(device)
+    bars: list[dict[str, Any]] = []
+
+    def bar(name: str, measured: float | None, target: str, passed: bool | None, note: str = "") -> None:
+        status = "not measured" if measured is None else ("pass" if passed else "fail")
+        bars.append({"bar": name, "measured": measured, "target": target, "status": status, "note": note})
+
+    three = sa.median_at(result, "numba three kernels", n, mode) if "numba three kernels" in result["implementations"] else None
+    fused = sa.median_at(result, "numba fused", n, mode) if "numba fused" in result["implementations"] else None
+    ratio = result["pipelines"]["three kernels"]["bytes_per_element"] / result["pipelines"]["fused"]["bytes_per_element"]
+    speed = three / fused if three and fused else None
+    bar("fused/three speedup at 2^28", speed, f">= {DESIGN_CARD['min_speedup']}",
+        None if speed is None else speed >= DESIGN_CARD["min_speedup"], f"bytes ratio {ratio:g}")
+    for label, card_ms in DESIGN_CARD["times_ms"].items():
+        got = sa.median_at(result, label, n, mode) if label in result["implementations"] else None
+        if got is not None and not comparable:
+            bar(f"{label} at 2^28 vs design card", got, f"{card_ms} ms on an H200", None, f"not comparable: measured on {device}")
+            bars[-1]["status"] = "not comparable"
+            continue
+        diff = None if got is None else got / card_ms - 1
+        bar(f"{label} at 2^28 vs design card", got, f"{card_ms} ms +/- 10%",
+            None if diff is None else abs(diff) <= DESIGN_CARD["tolerance"],
+            "" if diff is None else f"{diff:+.1%} from the card")
+    copy_ms = sa.median_at(result, "device copy", n, mode) if "device copy" in result["implementations"] else None
+    copy_gbs = None if copy_ms is None else float(sa.bytes_moved(result, "device copy", n)) / (copy_ms * 1e-3) / 1e9
+    card_gbs = DESIGN_CARD["copy_gbs"]
+    bar("device copy GB/s at 2^28 vs design card", copy_gbs, f"{card_gbs:g} GB/s +/- 10%",
+        None if copy_gbs is None else comparable and abs(copy_gbs / card_gbs - 1) <= DESIGN_CARD["tolerance"],
+        "" if copy_gbs is None else f"{copy_gbs / card_gbs - 1:+.1%} from the card")
+    return bars
+
+
+# --- launch overhead -----------------------------------------------------------------------------
+
+
+def _explicit(kernel: Any, signature: str) -> Any:
+    """The same Python kernel compiled eagerly for one signature (no type dispatch at launch)."""
+    return cuda.jit(signature)(getattr(kernel, "py_func", None) or kernel.fn)
+
+
+def measure_launch_overhead(n: int = 1024, launches: int = 300, repeats: int = 9) -> dict[str, Any]:
+    """Host cost of one launch: Numba lazy against explicit signature, CuPy, one PyTorch op.
+
+    For each launcher: ``issue_us`` is the host time per launch over a burst of
+    ``launches`` back-to-back launches (the GPU keeps up, so this is the Python and
+    driver cost); ``with_sync_us`` includes waiting for the burst to finish;
+    ``launch_and_wait_us`` is one launch followed by ``cuda.synchronize()``.
+    """
+    if is_simulator():
+        print(SIMULATOR_MESSAGE)
+        return {"simulated": True, "note": "SIMULATED: launch overhead is not measured in the simulator", "launchers": {}}
+    a, b, c = (cuda.to_device(x) for x in random_inputs(n, dtype=DTYPE))
+    out = cuda.device_array(n, DTYPE)
+    s, blocks = DTYPE(2.0), blocks_for(n)
+    add_sig = _explicit(add_kernel, "void(float32[::1], float32[::1], float32[::1])")
+    fused_sig = _explicit(fused_kernel, "void(float32[::1], float32[::1], float32[::1], float32, float32[::1])")
+    launchers: dict[str, Callable[[], Any]] = {
+        "numba add, lazy @cuda.jit": lambda: add_kernel[blocks, BLOCK_SIZE](a, b, out),
+        "numba add, explicit signature": lambda: add_sig[blocks, BLOCK_SIZE](a, b, out),
+        "numba fused, lazy @cuda.jit": lambda: fused_kernel[blocks, BLOCK_SIZE](a, b, c, s, out),
+        "numba fused, explicit signature": lambda: fused_sig[blocks, BLOCK_SIZE](a, b, c, s, out),
+    }
+    skipped: dict[str, str] = {}
+    try:
+        cupy = _require_gpu_module("cupy")
+        kernel = cupy.ElementwiseKernel("float32 a, float32 b", "float32 out", "out = a + b", "abc_add")
+        ca, cb, cout = (cupy.asarray(x) for x in (a, b, out))
+        launchers["cupy ElementwiseKernel (add)"] = lambda: kernel(ca, cb, cout)
+    except Unavailable as why:
+        skipped["cupy"] = str(why)
+    try:
+        torch = _require_gpu_module("torch")
+        ta, tb, tout = (torch.as_tensor(x, device="cuda") for x in (a, b, out))
+        launchers["torch.add(out=)"] = lambda: torch.add(ta, tb, out=tout)
+    except Unavailable as why:
+        skipped["torch"] = str(why)
+    rows: dict[str, dict[str, Any]] = {}
+    for label, launch in launchers.items():
+        for _ in range(20):
+            launch()
+        cuda.synchronize()
+        issue, with_sync = [], []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for _ in range(launches):
+                launch()
+            t1 = time.perf_counter()
+            cuda.synchronize()
+            t2 = time.perf_counter()
+            issue.append((t1 - t0) / launches * 1e6)
+            with_sync.append((t2 - t0) / launches * 1e6)
+        single = []
+        for _ in range(100):
+            t0 = time.perf_counter()
+            launch()
+            cuda.synchronize()
+            single.append((time.perf_counter() - t0) * 1e6)
+        rows[label] = {"issue_us": statistics.median(issue), "with_sync_us": statistics.median(with_sync),
+                       "launch_and_wait_us": statistics.median(single), "issue_samples_us": issue,
+                       "launch_and_wait_samples_us": single}
+    return {"simulated": False, "n": n, "launches_per_burst": launches, "repeats": repeats,
+            "note": "host wall clock (time.perf_counter) per launch on a tiny array", "launchers": rows, "skipped": skipped}
+
+
+# --- reporting ---------------------------------------------------------------------------------
+
+
+def summary_table(result: dict[str, Any], sizes: Sequence[int] = (2**20, 2**24, 2**28), mode: str = "loop") -> str:
+    """Median times at a few sizes for every implementation (the closing note's table)."""
+    if not sa.has_timings(result):
+        return "no timings: " + result.get("note", "nothing measured")
+    labels = [label for label, info in result["implementations"].items() if info["status"] == "ok"]
+    header = ["implementation"] + [sa.power_label(n) for n in sizes]
+    rows = [header]
+    for label in labels:
+        rows.append([label] + [("-" if (t := sa.median_at(result, label, n, mode)) is None else format_ms(t)) for n in sizes])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return "\n".join("  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths))) for r in rows)
+
+
+def overhead_table(overhead: dict[str, Any]) -> str:
+    if not overhead.get("launchers"):
+        return overhead.get("note", "launch overhead not measured")
+    width = max(len(k) for k in overhead["launchers"])
+    lines = [f"{'launcher'.ljust(width)}  issue/launch  launch+wait"]
+    for label, row in overhead["launchers"].items():
+        lines.append(f"{label.ljust(width)}  {row['issue_us']:9.1f} µs  {row['launch_and_wait_us']:8.1f} µs")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = parse_options(argv)
+    if is_simulator():
+        print("backend: simulator -- a tiny sweep that checks correctness; no times are measured or reported")
+    folder = options.out
+
+    def save(result: dict[str, Any]) -> Path:
+        return write_result(options.name, result, folder=folder)
+
+    result = run_sweep(options.sizes, options.implementations, repeats=options.repeats, warmup=options.warmup,
+                       progress=options.progress, checkpoint=save)
+    path = save(result)
+    print(f"wrote {path}")
+    overhead = None
+    if options.overhead:
+        overhead = measure_launch_overhead()
+        print(f"wrote {write_result(OVERHEAD_NAME, overhead, folder=path.parent)}")
+    if options.plots:
+        from . import sweep_plots
+
+        for png in sweep_plots.save_all(result, path.parent, overhead=overhead):
+            print(f"wrote {png}")
+    print(summary_table(result))
+    if overhead is not None:
+        print(overhead_table(overhead))
+    for row in result["bars"]:
+        measured = "-" if row["measured"] is None else f"{row['measured']:.4g}"
+        print(f"[{row['status']}] {row['bar']}: {measured} (target {row['target']}) {row['note']}")
+    failed = [v for v in result["verification"] if not v["passed"]]
+    for row in failed:
+        print(f"WRONG RESULT, not timed: {row['error']}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,301 @@
+"""The size sweep (helpers.bench), its analysis (helpers.sweep_analysis) and plots (helpers.sweep_plots).
+
+Analysis and plots are tested on *synthetic* curves built from a simple model
+(launch cost + bytes / bandwidth), so that the expected regimes are known.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+import helpers
+from helpers import bench
+from helpers import sweep_analysis as sa
+from helpers import sweep_plots as sp
+from helpers.checks import CheckFailed
+
+L2 = 60 * 2**20
+SIZES = [2**k for k in range(10, 29)]
+
+
+def model_ms(n, launches, bytes_per_element, working_set_per_element, *, launch_us=2.0, cold=False):
+    """Launch cost plus bytes over bandwidth: L2 speed while the working set fits (and the cache is warm)."""
+    n = np.asarray(n, dtype=float)
+    fits = n * working_set_per_element <= L2
+    bandwidth = np.where(fits & (not cold), 10e12, 3.5e12)
+    return (launches * launch_us * 1e-6 + n * bytes_per_element / bandwidth) * 1e3
+
+
+def synthetic_result(device="NVIDIA H200", launch_us=2.0, with_copy=True):
+    """A result dictionary shaped like bench's JSON, from the model (not a measurement)."""
+    pipelines = {
+        "three kernels": {"launches": 3, "trips": 6, "bytes_per_element": 32.0, "working_set_per_element": 24.0},
+        "fused": {"launches": 1, "trips": 2, "bytes_per_element": 16.0, "working_set_per_element": 16.0},
+        "copy": {"launches": 1, "trips": 2, "bytes_per_element": 8, "working_set_per_element": 8},
+    }
+    impls = {"numba three kernels": "three kernels", "numba fused": "fused"}
+    if with_copy:
+        impls["device copy"] = "copy"
+    result = {
+        "environment": {"device": device, "cuda_driver": "13.0", "versions": {"numba-cuda": "0.30.4"}, "date": "2025-01-01"},
+        "simulated": False,
+        "settings": {"sizes": SIZES, "l2_bytes": L2},
+        "pipelines": pipelines,
+        "implementations": {},
+        "verification": [],
+        "measurements": [],
+    }
+    for label, traffic in impls.items():
+        p = pipelines[traffic]
+        result["implementations"][label] = {"device": "gpu", "status": "ok", "traffic": traffic,
+                                            "bytes_per_element": p["bytes_per_element"],
+                                            "working_set_per_element": p["working_set_per_element"]}
+        for mode, cold, extra_us in (("loop", False, 20.0), ("gpu", False, 0.0), ("gpu_cold", True, 0.0)):
+            times = model_ms(SIZES, p["launches"], p["bytes_per_element"], p["working_set_per_element"],
+                             launch_us=launch_us + extra_us, cold=cold)
+            for n, t in zip(SIZES, times):
+                result["measurements"].append({"implementation": label, "n": n, "mode": mode, "median_ms": float(t),
+                                               "samples_ms": [float(t)]})
+    return result
+
+
+# --- options -----------------------------------------------------------------------------------
+
+
+def test_sizes_are_read_from_powers_ranges_and_numbers():
+    assert bench.parse_sizes("2^10..2^12") == [1024, 2048, 4096]
+    assert bench.parse_sizes("2^10..2^14:2") == [1024, 4096, 16384]
+    assert bench.parse_sizes("1000, 2^4,1000") == [16, 1000]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("abc", "cannot read size 'abc'"),
+    ("2^5..2^3", "LOW <= HIGH"),
+    ("0", "positive"),
+    (" , ", "no sizes"),
+])
+def test_bad_sizes_are_named(text, message):
+    with pytest.raises(ValueError, match=message):
+        bench.parse_sizes(text)
+
+
+def test_implementations_are_checked_by_name():
+    assert bench.parse_implementations("all") == list(bench.IMPLEMENTATIONS)
+    assert bench.parse_implementations("fused,three,fused") == ["fused", "three"]
+    with pytest.raises(ValueError, match="unknown implementation.*bogus.*choose from"):
+        bench.parse_implementations("fused,bogus")
+
+
+def test_command_line_defaults_and_errors(capsys):
+    options = bench.parse_options(["--impl", "three,fused", "--repeats", "30"])
+    assert options.implementations == ["three", "fused"] and options.repeats == 30
+    assert options.sizes == (bench.SIMULATOR_SIZES if helpers.is_simulator() else bench.GPU_SIZES)
+    for argv, message in ((["--impl", "nope"], "unknown implementation"), (["--repeats", "0"], "repeats must be >= 1"),
+                          (["--sizes", "2^x"], "cannot read size"), (["--name", "../x"], "--name")):
+        with pytest.raises(SystemExit) as exit_info:
+            bench.parse_options(argv)
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not helpers.is_simulator(), reason="simulator limit")
+def test_simulator_refuses_gpu_sizes(capsys):
+    with pytest.raises(SystemExit):
+        bench.parse_options(["--sizes", "2^20"])
+    assert "too large for the CUDA simulator" in capsys.readouterr().err
+
+
+# --- the sweep ------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not helpers.is_simulator(), reason="the simulated sweep")
+def test_simulator_sweep_checks_everything_and_times_nothing(tmp_path):
+    assert bench.main(["--sizes", "100,300", "--impl", "three,fused,numpy,copy,torch", "--out", str(tmp_path),
+                       "--quiet", "--no-plots"]) == 0
+    result = json.loads((tmp_path / "bench_sweep.json").read_text())
+    assert result["simulated"] is True and "SIMULATED" in result["note"] and result["complete"]
+    assert result["environment"]["backend"] == "simulator"
+    assert result["measurements"] == []
+    assert "median_ms" not in json.dumps(result)  # no number that could pass for a time
+    checked = {(v["implementation"], v["n"]) for v in result["verification"] if v["passed"]}
+    for label in ("numba three kernels", "numba fused", "numpy (CPU)", "device copy"):
+        assert {(label, 100), (label, 297), (label, 300)} <= checked  # 297: not a multiple of 256
+    assert result["implementations"]["torch eager"]["status"] == "skipped"
+    assert result["pipelines"]["three kernels"]["trips"] == 6 and result["pipelines"]["fused"]["trips"] == 2
+    assert {row["status"] for row in result["bars"]} == {"not measured"}
+    overhead = json.loads((tmp_path / "launch_overhead.json").read_text())
+    assert overhead["simulated"] is True and overhead["launchers"] == {}
+
+
+def _half_written(pool):
+    """A deliberately wrong implementation: the fused kernel on the first half only."""
+    from numba import cuda
+    from helpers.pipeline import fused_kernel
+
+    def case(n):
+        a, b, c, _, _, out = pool.views(n)
+        half = n // 2
+        return bench.Case(lambda: fused_kernel[bench.blocks_for(half), 256](a[:half], b[:half], c[:half], pool.s, out[:half]),
+                          lambda: out, lambda: bench._poison(out), pool.expected[:n])
+
+    return case
+
+
+def test_a_wrong_implementation_is_caught_and_never_timed(monkeypatch):
+    wrong = bench.Implementation("wrong", "half written", "gpu", "fused", "writes half of out", _half_written)
+    monkeypatch.setitem(bench.IMPLEMENTATIONS, "wrong", wrong)
+    result = bench.run_sweep([256, 512], ["wrong", "fused"], repeats=2, warmup=1, progress=False)
+    failures = [v for v in result["verification"] if not v["passed"]]
+    assert len(failures) == 1 and "never written" in failures[0]["error"]
+    assert result["implementations"]["half written"]["status"] == "failed"
+    assert all(m["implementation"] != "half written" for m in result["measurements"])
+    assert any(v["implementation"] == "numba fused" and v["n"] == 512 and v["passed"] for v in result["verification"])
+
+
+def test_verify_reports_the_first_bad_element():
+    from numba import cuda
+
+    n = 300
+    expected = cuda.to_device(np.ones(n, np.float32))
+    out = cuda.to_device(np.ones(n, np.float32))
+
+    def run():
+        out[7:8].copy_to_device(np.array([5.0], np.float32))
+
+    case = bench.Case(run, lambda: out, lambda: None, expected)
+    with pytest.raises(CheckFailed, match="element 7"):
+        bench.verify(case, "broken", n)
+
+
+@pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU")
+def test_gpu_sweep_times_every_mode():
+    result = bench.run_sweep([2**12, 2**20], ["three", "fused", "copy"], repeats=5, warmup=2, progress=False)
+    modes = {(m["implementation"], m["n"], m["mode"]) for m in result["measurements"]}
+    assert len(modes) == 3 * 2 * 3
+    assert all(m["median_ms"] > 0 and len(m["samples_ms"]) == 5 for m in result["measurements"])
+    three = sa.median_at(result, "numba three kernels", 2**20, "gpu")
+    fused = sa.median_at(result, "numba fused", 2**20, "gpu")
+    assert three > fused  # twice the bytes and three launches
+    assert result["settings"]["l2_bytes"] > 2**20
+
+
+@pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU")
+def test_gpu_launch_overhead_is_measured_for_both_numba_styles():
+    overhead = bench.measure_launch_overhead(launches=20, repeats=2)
+    rows = overhead["launchers"]
+    for label in ("numba fused, lazy @cuda.jit", "numba fused, explicit signature", "numba add, explicit signature"):
+        assert 0 < rows[label]["issue_us"] < 10_000
+        assert rows[label]["launch_and_wait_us"] > 0
+
+
+# --- reading the regimes off the data ------------------------------------------------------
+
+
+def test_growth_per_doubling():
+    n = np.array(SIZES[:6], dtype=float)
+    assert np.allclose(sa.growth_per_doubling(n, 3e-6 * n), 2.0)
+    assert np.allclose(sa.growth_per_doubling(n, np.full(n.size, 0.02)), 1.0)
+
+
+def test_three_regimes_are_read_off_a_synthetic_curve():
+    ws = np.array(SIZES, float) * 16
+    warm = model_ms(SIZES, 1, 16, 16)
+    cold = model_ms(SIZES, 1, 16, 16, cold=True)
+    labels = sa.classify_regimes(SIZES, warm, ws, L2, cold_times_ms=cold)
+    by_n = dict(zip(SIZES, labels))
+    assert by_n[2**10] == by_n[2**14] == sa.LAUNCH_BOUND  # 2 µs launch, a few ns of traffic
+    assert by_n[2**21] == sa.L2_RESIDENT  # 32 MiB fits in 60 MiB, and warm beats cold
+    assert by_n[2**24] == by_n[2**28] == sa.DRAM_BOUND
+    spans = sa.regime_spans(SIZES, labels)
+    assert [s[0] for s in spans if s[0] != sa.TRANSITION] == [sa.LAUNCH_BOUND, sa.L2_RESIDENT, sa.DRAM_BOUND]
+    assert spans[0][1] == 2**10 and spans[-1][2] == 2**28
+    assert sa.describe_spans(spans).startswith("launch-bound 2^10..")
+
+
+def test_no_l2_regime_when_the_cache_does_not_help():
+    ws = np.array(SIZES, float) * 16
+    cold = model_ms(SIZES, 1, 16, 16, cold=True)
+    labels = sa.classify_regimes(SIZES, cold, ws, L2, cold_times_ms=cold)  # warm == cold: no cache benefit
+    assert sa.L2_RESIDENT not in labels
+    assert labels[-1] == sa.DRAM_BOUND
+
+
+def test_a_flat_curve_is_launch_bound_everywhere():
+    labels = sa.classify_regimes(SIZES, np.full(len(SIZES), 0.07), np.array(SIZES) * 16.0, L2)
+    assert set(labels) == {sa.LAUNCH_BOUND}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(sizes=[1, 2], times_ms=[1.0], working_set_bytes=[1, 2], l2_bytes=L2), "equal length"),
+    (dict(sizes=[2, 1], times_ms=[1.0, 2.0], working_set_bytes=[1, 2], l2_bytes=L2), "strictly increasing"),
+    (dict(sizes=[1, 2], times_ms=[1.0, -1.0], working_set_bytes=[1, 2], l2_bytes=L2), "positive"),
+    (dict(sizes=[1, 2], times_ms=[1.0, 2.0], working_set_bytes=[1, 2], l2_bytes=0), "l2_bytes"),
+    (dict(sizes=[1], times_ms=[1.0], working_set_bytes=[1], l2_bytes=L2), "at least two"),
+])
+def test_bad_curves_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        sa.classify_regimes(**kwargs)
+
+
+def test_reading_a_result():
+    result = synthetic_result()
+    sizes, times = sa.series(result, "numba fused", "gpu")
+    assert list(sizes) == SIZES and np.all(np.diff(times) >= 0)
+    n, ratio = sa.speedup(result, "numba three kernels", "numba fused", "gpu_cold")
+    assert ratio[-1] == pytest.approx(2.0, rel=0.01)  # DRAM-bound: the bytes ratio
+    assert sa.copy_ceiling_gbs(result) == pytest.approx(3500, rel=0.01)
+    labels = sa.regimes_of(result, "numba fused", "gpu")
+    assert labels[0] == sa.LAUNCH_BOUND and labels[-1] == sa.DRAM_BOUND and sa.L2_RESIDENT in labels
+    with pytest.raises(KeyError, match="no implementation 'cupy'"):
+        sa.series(result, "cupy", "gpu")
+
+
+def test_bars_pass_fail_and_not_comparable():
+    result = synthetic_result()
+    bars = {b["bar"]: b for b in bench.check_bars(result)}
+    speedup = bars["fused/three speedup at 2^28"]
+    assert speedup["status"] == "pass" and speedup["measured"] == pytest.approx(2.0, rel=0.02)
+    assert bars["torch.compile at 2^28 vs design card"]["status"] == "not measured"
+    # the model's 3 µs-per-launch fused time at 2^28 is ~1.2 ms: within 10 % of the card's 1.165 ms
+    assert bars["numba fused at 2^28 vs design card"]["status"] == "pass"
+    other = {b["bar"]: b for b in bench.check_bars(synthetic_result(device="Some GPU"))}
+    assert other["numba fused at 2^28 vs design card"]["status"] == "not comparable"
+    slow = synthetic_result()
+    fused_ms = sa.median_at(slow, "numba fused", 2**28)
+    for m in slow["measurements"]:
+        if m["implementation"] == "numba three kernels" and m["n"] == 2**28 and m["mode"] == "loop":
+            m["median_ms"] = 1.5 * fused_ms  # a fusion that bought only 1.5x
+    assert {b["bar"]: b for b in bench.check_bars(slow)}["fused/three speedup at 2^28"]["status"] == "fail"
+
+
+# --- plots ---------------------------------------------------------------------------------------
+
+
+def test_plots_return_figures_with_curves_and_regimes(tmp_path):
+    result = synthetic_result()
+    runtime = sp.plot_sweep_runtime(result)
+    assert isinstance(runtime, Figure) and len(runtime.axes) == 2
+    assert {"numba three kernels", "numba fused"} <= {line.get_label() for line in runtime.axes[0].lines}
+    assert any("launch-bound" in str(p.get_label()) for p in runtime.axes[0].patches)
+    assert any("6 trips" in t.get_text() for t in runtime.axes[0].texts)
+    bandwidth = sp.plot_bandwidth(result)
+    assert any("copy ceiling" in t.get_text() for t in bandwidth.axes[0].texts)
+    assert isinstance(sp.plot_speedup(result), Figure)
+    assert "fused is 2.02x faster at n = 2^28" in " ".join(t.get_text() for t in sp.plot_headline(result).axes[0].texts)
+    overhead = {"n": 1024, "launchers": {"numba fused, lazy @cuda.jit": {"issue_us": 20.0, "launch_and_wait_us": 30.0}}}
+    assert isinstance(sp.plot_launch_overhead(overhead), Figure)
+    paths = sp.save_all(result, tmp_path, overhead=overhead)
+    assert sorted(p.name for p in paths) == sorted(bench.PNG_NAMES.values())
+    assert all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_plots_of_a_simulated_sweep_say_there_are_no_timings():
+    result = synthetic_result()
+    result.update(simulated=True, measurements=[], verification=[{"n": 300, "passed": True}])
+    for plot in (sp.plot_sweep_runtime, sp.plot_bandwidth, sp.plot_speedup, sp.plot_headline):
+        figure = plot(result)
+        assert "no timings" in " ".join(t.get_text() for t in figure.axes[0].texts)
+        assert not figure.axes[0].lines
+    assert bench.summary_table(result).startswith("no timings")
