@@ -1,0 +1,17 @@
+"""Exercise 2: the guard stops one element short; the last element is never written."""
+from numba import cuda
+
+from helpers.sizes import BLOCK_SIZE, blocks_for
+
+EXPECTED = r"of `out` was never written \(1 of \d+ still holds? the poison value\)"
+
+
+@cuda.jit
+def normalize_kernel(x, mean, inv_std, gamma, beta, out):
+    i = cuda.grid(1)
+    if i < out.size - 1:
+        out[i] = (x[i] - mean) * inv_std * gamma[i] + beta[i]
+
+
+def normalize_fused(x, mean, inv_std, gamma, beta, out):
+    normalize_kernel[blocks_for(out.size), BLOCK_SIZE](x, mean, inv_std, gamma, beta, out)

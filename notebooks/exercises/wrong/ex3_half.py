@@ -1,0 +1,20 @@
+"""Exercise 3: updates only the first half of the arrays."""
+from numba import cuda
+
+from helpers.sizes import BLOCK_SIZE, blocks_for
+
+EXPECTED = r"`param` was never updated.*check your bounds guard"
+
+
+@cuda.jit
+def sgd_momentum_kernel(param, grad, velocity, lr, momentum, weight_decay):
+    i = cuda.grid(1)
+    if i < param.size // 2:
+        p = param[i]
+        v = momentum * velocity[i] + grad[i] + weight_decay * p
+        velocity[i] = v
+        param[i] = p - lr * v
+
+
+def sgd_momentum_step(param, grad, velocity, lr, momentum, weight_decay):
+    sgd_momentum_kernel[blocks_for(param.size), BLOCK_SIZE](param, grad, velocity, lr, momentum, weight_decay)

@@ -1,0 +1,20 @@
+"""Exercise 3: the guard starts at 1, so element 0 is never updated."""
+from numba import cuda
+
+from helpers.sizes import BLOCK_SIZE, blocks_for
+
+EXPECTED = r"element 0 of `param` was never updated"
+
+
+@cuda.jit
+def sgd_momentum_kernel(param, grad, velocity, lr, momentum, weight_decay):
+    i = cuda.grid(1)
+    if 0 < i < param.size:
+        p = param[i]
+        v = momentum * velocity[i] + grad[i] + weight_decay * p
+        velocity[i] = v
+        param[i] = p - lr * v
+
+
+def sgd_momentum_step(param, grad, velocity, lr, momentum, weight_decay):
+    sgd_momentum_kernel[blocks_for(param.size), BLOCK_SIZE](param, grad, velocity, lr, momentum, weight_decay)

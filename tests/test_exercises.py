@@ -1,0 +1,278 @@
+"""The classroom exercises: every known-wrong solution is rejected with its message,
+every solution is accepted, and the student notebooks are clean and in sync."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import helpers
+from helpers import grading
+from helpers.checks import CheckFailed
+
+nbformat = pytest.importorskip("nbformat")
+
+ROOT = Path(__file__).resolve().parent.parent
+EXERCISES = ROOT / "notebooks" / "exercises"
+SOURCES = sorted((EXERCISES / "source").glob("[0-9]*.ipynb"))
+WRONG = sorted((EXERCISES / "wrong").glob("ex*.py"))
+SCRIPT = ROOT / "scripts" / "release_exercises.py"
+
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(EXERCISES / "wrong"))  # the wrong solutions share their right pieces (_parts.py)
+import release_exercises  # noqa: E402
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _exercise_of(path: Path) -> int:
+    return int(re.match(r"ex(\d+)_", path.name).group(1))
+
+
+# --- known-wrong solutions -----------------------------------------------------------
+
+
+def test_every_exercise_has_the_required_kinds_of_wrong_solution():
+    required = ["stub", "no_guard", "off_by_one", "unfused", "wrong_order", "half", "uniform_only"]
+    for number in grading.EXERCISES:
+        names = {p.stem.split("_", 1)[1] for p in WRONG if _exercise_of(p) == number}
+        missing = [kind for kind in required if kind not in names]
+        assert not missing, f"exercise {number} lacks wrong solutions: {missing}"
+
+
+@pytest.mark.parametrize("path", WRONG, ids=[p.stem for p in WRONG])
+def test_wrong_solution_is_rejected_with_its_message(path):
+    module = _load(path, f"wrong_{path.stem}")
+    if getattr(module, "SIMULATOR_ONLY", False) and not helpers.is_simulator():
+        pytest.skip("counted as executed only in the simulator")
+    exercise = grading.EXERCISES[_exercise_of(path)]
+    with pytest.raises(CheckFailed) as failure:
+        grading.grade(exercise, getattr(module, exercise.function))
+    assert re.search(module.EXPECTED, str(failure.value), re.S), (
+        f"{path.name} was rejected, but with another message:\n{failure.value}"
+    )
+
+
+# --- the solutions -----------------------------------------------------------------------
+
+
+def _definitions_only(source: str) -> bool:
+    """True for a cell made only of imports and definitions (no launches, no checks)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
+    return bool(tree.body) and all(isinstance(node, kinds) for node in tree.body)
+
+
+def _solution_module(source: Path, tmp_path: Path):
+    """The solution's imports and definitions, as an importable file (so sources can be read)."""
+    notebook = release_exercises.make_release(source, "solution")
+    cells = [c.source for c in notebook.cells if c.cell_type == "code" and _definitions_only(c.source)]
+    path = tmp_path / f"solution_{source.stem}.py"
+    path.write_text("\n\n\n".join(cells) + "\n")
+    return _load(path, path.stem)
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=[p.stem for p in SOURCES])
+def test_solution_passes_its_check(source, tmp_path, capsys):
+    number = int(source.name[:2])
+    exercise = grading.EXERCISES[number]
+    module = _solution_module(source, tmp_path)
+    result = grading.grade(exercise, getattr(module, exercise.function))
+    assert result.trips == exercise.trips
+    assert result.bytes_per_element == exercise.bytes_per_element
+    assert result.sizes == grading.check_sizes()
+    assert f"exercise {number} passed" in result.summary()
+
+
+def test_the_given_unfused_pipelines_are_correct_but_fail_the_budget(tmp_path):
+    for source, name, trips in [
+        (SOURCES[0], "saxpy_relu_unfused", 6),
+        (SOURCES[2], "sgd_momentum_step_unfused", 6),
+        (SOURCES[3], "normalize_unfused", 5),
+    ]:
+        module = _solution_module(source, tmp_path)
+        exercise = grading.EXERCISES[int(source.name[:2])]
+        with pytest.raises(CheckFailed, match=f"you made {trips} trips"):
+            grading.grade(exercise, getattr(module, name))
+
+
+# --- student versions ---------------------------------------------------------------------
+
+
+def test_there_are_at_least_four_exercises_with_students_and_solutions():
+    assert len(SOURCES) >= 4
+    for source in SOURCES:
+        paths = release_exercises.release_paths(source, EXERCISES)
+        assert paths["student"].exists() and paths["solution"].exists(), source.name
+
+
+@pytest.mark.parametrize("kind", ["student", "solution"])
+def test_committed_releases_are_in_sync_with_their_sources(kind, tmp_path):
+    shutil.copytree(EXERCISES / "source", tmp_path / "source")
+    release_exercises.release(tmp_path / "source", tmp_path / "release")
+    for source in SOURCES:
+        fresh = nbformat.read(release_exercises.release_paths(source, tmp_path / "release")[kind], 4)
+        committed = nbformat.read(release_exercises.release_paths(source, EXERCISES)[kind], 4)
+        assert [(c.cell_type, c.source) for c in committed.cells] == [(c.cell_type, c.source) for c in fresh.cells], (
+            f"{source.name}: the {kind} version is out of date; run `make release-exercises`"
+        )
+        assert committed.metadata["exercise_release"] == fresh.metadata["exercise_release"]
+
+
+def test_release_check_mode_agrees():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_student_notebooks_are_clean_and_hold_no_solution():
+    for source in SOURCES:
+        student = release_exercises.release_paths(source, EXERCISES)["student"]
+        text = student.read_text()
+        notebook = nbformat.read(student, 4)
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, f"{student.name} has outputs"
+        assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
+        assert "raise NotImplementedError()" in text
+        solution = nbformat.read(release_exercises.release_paths(source, EXERCISES)["solution"], 4)
+        assert "NotImplementedError" not in "".join(c.source for c in solution.cells)
+        assert notebook.metadata["kernelspec"]["name"] == "python3"
+
+
+def test_solution_cells_carry_nbgrader_metadata():
+    for source in SOURCES:
+        notebook = nbformat.read(source, 4)
+        marked = [c for c in notebook.cells if "### BEGIN SOLUTION" in c.source]
+        assert marked, source.name
+        for cell in marked:
+            assert cell.metadata["nbgrader"]["solution"] is True
+        graded = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        assert graded and all("grading.check_" in c.source for c in graded)
+
+
+# --- the generator ---------------------------------------------------------------------------
+
+
+def test_student_source_stubs_solutions_and_drops_hidden_tests():
+    source = "def f(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n### BEGIN HIDDEN TESTS\nassert f(1) == 2\n### END HIDDEN TESTS\nprint(1)"
+    assert release_exercises.student_source(source, "code") == (
+        "def f(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()\nprint(1)"
+    )
+    assert release_exercises.solution_source(source, "code") == "def f(x):\n    return 2 * x\nassert f(1) == 2\nprint(1)"
+    assert release_exercises.student_source("### BEGIN SOLUTION\nThe answer.\n### END SOLUTION", "markdown") == "YOUR ANSWER HERE"
+
+
+def test_unbalanced_markers_are_an_error():
+    with pytest.raises(release_exercises.ReleaseError, match="never closed"):
+        release_exercises.student_source("### BEGIN SOLUTION\nx = 1", "code", "nb, cell 3")
+    with pytest.raises(release_exercises.ReleaseError, match="without"):
+        release_exercises.student_source("x = 1\n### END SOLUTION", "code")
+
+
+def _release(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--source", str(tmp_path / "source"), "--release", str(tmp_path / "release"), *extra],
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_generator_never_clobbers_an_edited_student_notebook(tmp_path):
+    shutil.copytree(EXERCISES / "source", tmp_path / "source")
+    assert _release(tmp_path).returncode == 0
+    student = tmp_path / "release" / SOURCES[0].name
+    notebook = nbformat.read(student, 4)
+    code = next(c for c in notebook.cells if "raise NotImplementedError()" in c.source)
+    code.source = code.source.replace("raise NotImplementedError()", "pass  # my work")
+    nbformat.write(notebook, student)
+    edited = student.read_bytes()
+
+    # the source changes: every release is out of date, but the edited one is refused
+    source = nbformat.read(tmp_path / "source" / SOURCES[0].name, 4)
+    source.cells[0].source += "\n\nA new sentence."
+    nbformat.write(source, tmp_path / "source" / SOURCES[0].name)
+    done = _release(tmp_path)
+    assert done.returncode == 1
+    assert "refused" in done.stdout and "edited after it was generated" in done.stdout
+    assert student.read_bytes() == edited
+    solution = tmp_path / "release" / "solutions" / f"{SOURCES[0].stem}__SOLUTION.ipynb"
+    assert "A new sentence." in solution.read_text()  # the untouched solution was regenerated
+
+    done = _release(tmp_path, "--force")
+    assert done.returncode == 0
+    assert "my work" not in student.read_text() and "A new sentence." in student.read_text()
+
+
+def test_generator_refuses_a_notebook_it_did_not_write(tmp_path):
+    shutil.copytree(EXERCISES / "source", tmp_path / "source")
+    (tmp_path / "release").mkdir()
+    foreign = tmp_path / "release" / SOURCES[1].name
+    nbformat.write(nbformat.v4.new_notebook(), foreign)
+    done = _release(tmp_path)
+    assert done.returncode == 1 and "not written by this script" in done.stdout
+    assert nbformat.read(foreign, 4).cells == []
+
+
+def test_generator_leaves_an_executed_solution_alone(tmp_path):
+    shutil.copytree(EXERCISES / "source", tmp_path / "source")
+    _release(tmp_path)
+    solution = tmp_path / "release" / "solutions" / f"{SOURCES[0].stem}__SOLUTION.ipynb"
+    notebook = nbformat.read(solution, 4)
+    notebook.cells[1].outputs = [nbformat.v4.new_output("stream", text="backend: gpu\n")]
+    notebook.cells[1].execution_count = 1
+    nbformat.write(notebook, solution)
+    done = _release(tmp_path)
+    assert done.returncode == 0 and "up to date" in done.stdout
+    assert "backend: gpu" in solution.read_text()
+
+
+def test_generator_will_not_write_into_its_source_folder(tmp_path):
+    shutil.copytree(EXERCISES / "source", tmp_path / "source")
+    with pytest.raises(release_exercises.ReleaseError):
+        release_exercises.release(tmp_path / "source", tmp_path / "source")
+
+
+@pytest.mark.skipif(not helpers.is_simulator(), reason="on a GPU the solutions are graded with the PTX ledger itself")
+@pytest.mark.parametrize("source", SOURCES, ids=[p.stem for p in SOURCES])
+def test_solution_kernels_can_be_counted_from_their_ptx(source, tmp_path):
+    """On a GPU the ledger reads the PTX: every access of a solution kernel must be attributable."""
+    import inspect
+
+    import numpy as np
+    from numba import cuda
+
+    from helpers.ptx import count_global_accesses
+
+    exercise = grading.EXERCISES[int(source.name[:2])]
+    inputs = exercise.draw(300, np.random.default_rng(0))
+    module = _solution_module(source, tmp_path)
+    notebook = nbformat.read(source, 4)
+    solution_code = "".join(c.source for c in notebook.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    kernels = [k for name, k in vars(module).items() if hasattr(k, "fn") and f"def {name}(" in solution_code]
+    assert kernels
+    for kernel in kernels:
+        args = []
+        for name in inspect.signature(kernel.fn).parameters:
+            value = inputs.get(name)
+            if value is not None and not isinstance(value, np.ndarray):
+                args.append(value)
+            else:
+                args.append(cuda.to_device(np.zeros(1 if name == "m" else 300, np.float32)))
+        counts = count_global_accesses(kernel, args)
+        assert not counts.unattributed, f"{kernel.fn.__name__}: {counts.unattributed}"
+        assert counts.loads() >= 1 and counts.stores() >= 1

@@ -1,0 +1,235 @@
+"""The grading machinery itself: fresh draws, poison, guard regions, tolerances, budgets, messages."""
+
+from __future__ import annotations
+
+from importlib import util
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import helpers
+from helpers import grading
+from helpers.checks import CheckFailed
+from helpers.ledger import Ledger
+from helpers.sizes import BLOCK_SIZE, blocks_for
+
+
+@cuda.jit
+def _saxpy_relu_kernel(a, x, y, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = max(a * x[i] + y[i], 0.0)
+
+
+def saxpy_relu(a, x, y, out):
+    _saxpy_relu_kernel[blocks_for(out.size), BLOCK_SIZE](a, x, y, out)
+
+
+@cuda.jit
+def _nan_kernel(a, x, y, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = (x[i] - x[i]) / (y[i] - y[i])  # 0 / 0: a computed NaN, not the poison
+
+
+def nan_saxpy_relu(a, x, y, out):
+    _nan_kernel[blocks_for(out.size), BLOCK_SIZE](a, x, y, out)
+
+
+def test_sizes_include_one_element_less_than_a_block_and_non_multiples():
+    sizes = grading.check_sizes()
+    assert sizes[0] == 1
+    assert any(n < BLOCK_SIZE for n in sizes) and any(n > BLOCK_SIZE for n in sizes)
+    assert all(n % BLOCK_SIZE for n in sizes)
+    assert list(sizes) == sorted(sizes)
+
+
+@pytest.mark.parametrize("number", sorted(grading.EXERCISES))
+def test_every_call_draws_fresh_signed_inputs(number):
+    exercise = grading.EXERCISES[number]
+    first = exercise.draw(1000, np.random.default_rng())
+    second = exercise.draw(1000, np.random.default_rng())
+    arrays = [k for k, v in first.items() if isinstance(v, np.ndarray)]
+    assert arrays
+    for name in arrays:
+        assert first[name].dtype == np.float32
+        assert not np.array_equal(first[name], second[name]), f"{name} is not redrawn"
+        assert np.unique(first[name]).size > 900, f"{name} is nearly uniform"
+    assert any((first[name] < 0).mean() > 0.2 for name in arrays), "no input has a good share of negative values"
+
+
+def test_a_correct_answer_passes_and_reports_its_budget():
+    result = grading.grade(grading.EXERCISE_1, saxpy_relu)
+    assert (result.trips, result.bytes_per_element) == (2, 12)
+    assert len(result.ledger.launches) == 1
+    assert result.summary() == (
+        "exercise 1 passed: right values at every size tried, 1 launch, 2 trips, 12 bytes per element "
+        "(budget: 2 trips, 12 bytes)"
+    )
+
+
+def test_check_exercise_prints_one_line(capsys):
+    assert grading.check_exercise_1(saxpy_relu) is None
+    assert capsys.readouterr().out.strip().startswith("exercise 1 passed")
+
+
+def test_a_computed_nan_is_not_mistaken_for_an_unwritten_element():
+    with pytest.raises(CheckFailed, match=r"is nan, expected .*division by zero") as failure:
+        grading.grade(grading.EXERCISE_1, nan_saxpy_relu)
+    assert "never written" not in str(failure.value)
+
+
+def test_passing_the_kernel_or_a_non_function_is_a_clear_error():
+    with pytest.raises(TypeError, match="not the kernel itself"):
+        grading.grade(grading.EXERCISE_1, _saxpy_relu_kernel)
+    with pytest.raises(TypeError, match="pass your function itself"):
+        grading.grade(grading.EXERCISE_1, "saxpy_relu")
+
+
+def test_tolerance_follows_the_dtype_and_the_size_of_the_terms():
+    got = np.array([1.0, 1e-3], dtype=np.float32)
+    want = np.array([1.0, 1e-3], dtype=np.float64)
+    scale = np.array([1.0, 2.0])  # the second result is a small difference of terms of size 1
+    off_by_an_ulp = got + np.spacing(got)
+    assert grading._close(off_by_an_ulp, want, scale, np.float32).all()
+    assert not grading._close(got * 1.001, want, scale, np.float32)[0]
+    assert not grading._close(got + np.float32(1e-4), want, scale, np.float32)[1]
+
+
+def test_a_write_into_the_guard_region_is_reported():
+    """What a GPU shows for a missing bounds guard: the write lands past the end of the view."""
+    n = 100
+    inputs = grading.EXERCISE_1.draw(n, np.random.default_rng())
+    buffers = grading._upload(inputs, ["out"], n)
+    host = buffers.device["out"].copy_to_host()
+    host[:n] = grading._expect_1(inputs)["out"][0]
+    host[n + 3] = 1.0
+    buffers.device["out"].copy_to_device(host)
+    with pytest.raises(CheckFailed, match=r"wrote past the end of `out`: element 103 .*bounds guard"):
+        grading._judge(grading.EXERCISE_1, inputs, buffers, n)
+
+
+def test_an_input_that_was_changed_is_reported():
+    n = 10
+    inputs = grading.EXERCISE_1.draw(n, np.random.default_rng())
+    buffers = grading._upload(inputs, ["out"], n)
+    x = buffers.device["x"].copy_to_host()
+    x[4] += 1
+    buffers.device["x"].copy_to_device(x)
+    with pytest.raises(CheckFailed, match=r"changed the input `x` \(element 4 first\)"):
+        grading._judge(grading.EXERCISE_1, inputs, buffers, n)
+
+
+def test_the_poison_is_a_nan_with_a_payload_that_arithmetic_does_not_make():
+    n = 4
+    buffers = grading._upload({}, ["out"], n)
+    out = buffers.device["out"].copy_to_host()
+    assert np.isnan(out).all()
+    with np.errstate(invalid="ignore"):
+        computed = np.array([np.float32(0.0) / np.float32(0.0), np.float32(np.inf) - np.float32(np.inf), np.nan], np.float32)
+    assert not np.isin(grading._bits(computed), grading._bits(out[:n])).any()
+
+
+def test_array_traffic_leaves_out_one_number_results():
+    @cuda.jit
+    def copy_and_count(x, out, count):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = x[i]
+        if i == 0:
+            count[0] = x.size
+
+    n = 300
+    x = cuda.to_device(np.ones(n, np.float32))
+    out = cuda.device_array(n, np.float32)
+    count = cuda.device_array(1, np.float32)
+    with Ledger("copy") as ledger:
+        copy_and_count[blocks_for(n), BLOCK_SIZE](x, out, count)
+    assert grading.array_traffic(ledger) == (2, 8)
+
+
+def _no_guard():
+    """The known-wrong solution of exercise 1 without a bounds guard."""
+    path = Path(__file__).resolve().parent.parent / "notebooks" / "exercises" / "wrong" / "ex1_no_guard.py"
+    spec = util.spec_from_file_location("ex1_no_guard", path)
+    module = util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(not helpers.is_simulator(), reason="the simulator raises IndexError past the end")
+def test_simulator_turns_an_index_past_the_end_into_advice():
+    with pytest.raises(CheckFailed, match=r"thread \d+ of block 0 \(i = \d+ .*indexed past the end: element \d+ of a 1-element array"):
+        grading.grade(grading.EXERCISE_1, _no_guard().saxpy_relu)
+
+
+@pytest.mark.skipif(helpers.is_simulator(), reason="on a GPU the write lands in the guard region")
+def test_gpu_catches_a_missing_guard_in_the_guard_region():
+    with pytest.raises(CheckFailed, match=r"wrote past the end of `out`"):
+        grading.grade(grading.EXERCISE_1, _no_guard().saxpy_relu)
+
+
+# --- predictions -------------------------------------------------------------------------
+
+
+@cuda.jit
+def _sub(x, mean, t):
+    i = cuda.grid(1)
+    if i < t.size:
+        t[i] = x[i] - mean
+
+
+@cuda.jit
+def _scale(t, inv_std, u):
+    i = cuda.grid(1)
+    if i < u.size:
+        u[i] = t[i] * inv_std
+
+
+@cuda.jit
+def _affine(u, gamma, beta, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = u[i] * gamma[i] + beta[i]
+
+
+def three_kernel_normalize(x, mean, inv_std, gamma, beta, out):
+    t, u = cuda.device_array_like(x), cuda.device_array_like(x)
+    blocks = blocks_for(out.size)
+    _sub[blocks, BLOCK_SIZE](x, mean, t)
+    _scale[blocks, BLOCK_SIZE](t, inv_std, u)
+    _affine[blocks, BLOCK_SIZE](u, gamma, beta, out)
+
+
+def test_prediction_2_is_compared_with_the_measured_ledger(capsys):
+    # a three-kernel variant: 6 trips, 8 + 8 + 16 = 32 bytes per element
+    ledger = grading.check_prediction_2(three_kernel_normalize, unfused_trips=6, unfused_bytes_per_element=32,
+                                        fused_trips=2, fused_bytes_per_element=16)
+    assert ledger.trips == 6
+    assert "your predictions match: 3 kernels make 6 trips and move 32 bytes" in capsys.readouterr().out
+    with pytest.raises(CheckFailed) as failure:
+        grading.check_prediction_2(three_kernel_normalize, unfused_trips=3, unfused_bytes_per_element=40,
+                                   fused_trips=1, fused_bytes_per_element=20)
+    message = str(failure.value)
+    assert "you predicted 3 trips for the 3 kernels; the ledger counted 6" in message
+    assert "you predicted 40 bytes per element" in message and "mean and inv_std are scalars" in message
+    assert "you predicted 1 trips for one fused kernel; it needs 2" in message
+    assert "you predicted 20 bytes per element fused" in message
+
+
+def test_a_prediction_left_empty_is_named():
+    with pytest.raises(CheckFailed, match="`fused_trips` should be a number"):
+        grading.check_prediction_2(three_kernel_normalize, unfused_trips=8, unfused_bytes_per_element=40,
+                                   fused_trips=..., fused_bytes_per_element=16)
+
+
+def test_prediction_4():
+    grading.check_prediction_4(minimal_trips=3, minimal_bytes_per_element=12)
+    with pytest.raises(CheckFailed, match="cannot wait for the threads of every other block"):
+        grading.check_prediction_4(minimal_trips=2, minimal_bytes_per_element=12)
+    with pytest.raises(CheckFailed, match="keep a running maximum"):
+        grading.check_prediction_4(minimal_trips=5, minimal_bytes_per_element=12)
+    with pytest.raises(CheckFailed, match="does not match your trips"):
+        grading.check_prediction_4(minimal_trips=3, minimal_bytes_per_element=16)
