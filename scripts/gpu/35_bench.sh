@@ -5,7 +5,7 @@
 # every implementation checked against NumPy first; then the launch-overhead measurement.
 # Writes results/h200/bench_sweep.json, launch_overhead.json, sweep_runtime.png,
 # sweep_bandwidth.png, headline.png and launch_overhead.png.  About 2 minutes on an H200.
-# Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/10_bench.sh
+# Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/35_bench.sh
 set -euo pipefail
 python3 -c "import helpers; helpers.start()"
 timeout 220 python3 -m helpers.bench --sizes '2^10..2^28' --repeats 25 --impl all
