@@ -19,6 +19,13 @@ Nothing is typed in: the counts come from the kernels themselves.
 A *trip*, as the chapter counts it, is one direction of traffic between a launch
 and device memory: a launch that reads arrays makes one read trip, a launch that
 writes makes one write trip.
+
+**Host arrays.**  By default a host NumPy array passed to a kernel is an error:
+Numba would copy it to the GPU before the launch and back after it, hiding two
+trips over the much slower host link.  ``Ledger(name, allow_host_arrays=True)``
+lets such launches run and records those copies as *host trips*, separately from
+the device-memory trips: every host array (or ``cuda.InOut`` hint) is copied in
+and out, a ``cuda.In`` hint only in, a ``cuda.Out`` hint only out.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ import numpy as np
 
 from .backend import is_simulator
 from .ptx import CannotAttribute, analyze_ptx, count_global_accesses, describe_arg
-from .validate import is_c_contiguous, require_device_array
+from .validate import is_c_contiguous
 
 
 @dataclass
@@ -48,6 +55,15 @@ class ArrayTraffic:
 
 
 @dataclass
+class HostCopy:
+    """Bytes Numba copied between one host array and the device around one launch."""
+
+    name: str
+    to_device: int = 0  # bytes copied host -> device before the launch
+    to_host: int = 0  # bytes copied device -> host after it
+
+
+@dataclass
 class Launch:
     """One kernel launch as the ledger saw it."""
 
@@ -55,6 +71,7 @@ class Launch:
     threads: int
     arrays: list[ArrayTraffic]
     counted_by: str  # "simulator" (executed accesses) or "ptx" (compiled code)
+    host_copies: list[HostCopy] = field(default_factory=list)
 
     @property
     def elements(self) -> int:
@@ -80,6 +97,21 @@ class Launch:
     def trips(self) -> int:
         return int(self.bytes_read > 0) + int(self.bytes_written > 0)
 
+    @property
+    def bytes_to_device(self) -> int:
+        """Bytes copied host -> device before this launch (implicit copies of host arrays)."""
+        return sum(c.to_device for c in self.host_copies)
+
+    @property
+    def bytes_to_host(self) -> int:
+        """Bytes copied device -> host after this launch."""
+        return sum(c.to_host for c in self.host_copies)
+
+    @property
+    def host_trips(self) -> int:
+        """Copies in before the launch make one host trip, copies out after it another."""
+        return int(self.bytes_to_device > 0) + int(self.bytes_to_host > 0)
+
 
 def _number(x: float) -> str:
     return f"{x:g}" if x == int(x) else f"{x:.2f}"
@@ -91,6 +123,7 @@ class Ledger:
 
     name: str = "pipeline"
     launches: list[Launch] = field(default_factory=list)
+    allow_host_arrays: bool = False
 
     def __enter__(self) -> "Ledger":
         _push(self)
@@ -127,31 +160,66 @@ class Ledger:
             raise ValueError(f"the ledger '{self.name}' recorded no launches")
         return self.bytes_moved / self.elements
 
+    # --- host <-> device copies (only with allow_host_arrays=True) ---------------
+    @property
+    def host_trips(self) -> int:
+        """Host <-> device trips made by implicit copies (0 when every array was on the device)."""
+        return sum(launch.host_trips for launch in self.launches)
+
+    @property
+    def bytes_to_device(self) -> int:
+        return sum(launch.bytes_to_device for launch in self.launches)
+
+    @property
+    def bytes_to_host(self) -> int:
+        return sum(launch.bytes_to_host for launch in self.launches)
+
+    def host_bytes_per_element(self) -> float:
+        """Bytes copied over the host link (both directions) per element of the problem."""
+        if not self.launches:
+            raise ValueError(f"the ledger '{self.name}' recorded no launches")
+        return (self.bytes_to_device + self.bytes_to_host) / self.elements
+
     # --- reports ---------------------------------------------------------------
     def summary(self) -> str:
         n = self.elements
-        return (
+        line = (
             f"{self.name}: {len(self.launches)} launch{'es' if len(self.launches) != 1 else ''}, "
             f"{self.trips} trips, {_number(self.bytes_per_element())} bytes per element "
             f"({_number(self.bytes_read / n)} read + {_number(self.bytes_written / n)} written)"
         )
+        if self.host_trips:
+            line += (
+                f"\n  + {self.host_trips} host trips: {_number(self.host_bytes_per_element())} bytes per "
+                f"element over the host link ({_number(self.bytes_to_device / n)} host->device + "
+                f"{_number(self.bytes_to_host / n)} device->host)"
+            )
+        return line
 
     def table(self) -> str:
         """One row per launch, in bytes per element so that it reads the same at any n."""
         n = self.elements
+        host = self.host_trips > 0
         rows = [("launch", "kernel", "reads", "writes", "B read/elem", "B written/elem", "trips")]
+        if host:
+            rows[0] += ("host->device B/elem", "device->host B/elem", "host trips")
         for i, launch in enumerate(self.launches, 1):
-            rows.append(
-                (
-                    str(i),
-                    launch.kernel,
-                    ", ".join(launch.reads) or "-",
-                    ", ".join(launch.writes) or "-",
-                    _number(launch.bytes_read / n),
-                    _number(launch.bytes_written / n),
-                    str(launch.trips),
-                )
+            row: tuple[str, ...] = (
+                str(i),
+                launch.kernel,
+                ", ".join(launch.reads) or "-",
+                ", ".join(launch.writes) or "-",
+                _number(launch.bytes_read / n),
+                _number(launch.bytes_written / n),
+                str(launch.trips),
             )
+            if host:
+                row += (
+                    _number(launch.bytes_to_device / n),
+                    _number(launch.bytes_to_host / n),
+                    str(launch.host_trips),
+                )
+            rows.append(row)
         widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
         return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
 
@@ -228,10 +296,56 @@ def _caller_names(args: Sequence[Any]) -> list[str]:
     return names
 
 
+def _host_copy(arg: Any) -> tuple[np.ndarray, bool, bool] | None:
+    """For an argument Numba copies implicitly: (host array, copied in?, copied out?); else None."""
+    from numba import cuda
+
+    if isinstance(arg, np.ndarray):
+        return arg, True, True
+    for hint, copied_in, copied_out in ((cuda.In, True, False), (cuda.InOut, True, True), (cuda.Out, False, True)):
+        if isinstance(arg, hint):
+            return np.asarray(arg.value), copied_in, copied_out
+    return None
+
+
+def _without_hints(args: Sequence[Any]) -> list[Any]:
+    """The arguments with ``cuda.In``/``Out``/``InOut`` hints replaced by the arrays they wrap."""
+    return [plan[0] if (plan := _host_copy(a)) is not None else a for a in args]
+
+
+def _host_arrays_allowed() -> bool:
+    return bool(_active) and all(ledger.allow_host_arrays for ledger in _active)
+
+
+def _host_copies(args: Sequence[Any], names: Sequence[str]) -> list[HostCopy]:
+    """The implicit copies Numba makes around a launch with these arguments."""
+    copies = []
+    for name, arg in zip(names, args):
+        plan = _host_copy(arg)
+        if plan is not None:
+            host, copied_in, copied_out = plan
+            copies.append(HostCopy(name, host.nbytes * copied_in, host.nbytes * copied_out))
+    return copies
+
+
 def _check_launch(kernel: str, args: Sequence[Any], names: Sequence[str]) -> None:
     for name, arg in zip(names, args):
-        if isinstance(arg, np.ndarray):
-            require_device_array(f"{name}` (argument of {kernel}", arg)
+        if isinstance(arg, np.ndarray) and not _host_arrays_allowed():
+            raise TypeError(
+                f"`{name}` (argument of {kernel}) is a host NumPy array. Numba would copy it to the "
+                f"GPU and back on every launch, hiding two extra trips; copy it once with "
+                f"`{name} = cuda.to_device({name})`, or count those copies with "
+                "`Ledger(name, allow_host_arrays=True)`."
+            )
+        plan = _host_copy(arg)
+        if plan is not None and not _host_arrays_allowed():
+            raise TypeError(
+                f"`{name}` (argument of {kernel}) is a host array in a cuda.{type(arg).__name__} hint: "
+                "Numba copies it between host and device around the launch. Count those copies "
+                "with `Ledger(name, allow_host_arrays=True)`, or copy it once with cuda.to_device."
+            )
+        if plan is not None:
+            arg = plan[0]
         if hasattr(arg, "shape") and not isinstance(arg, np.generic):
             if not is_c_contiguous(arg):
                 raise ValueError(
@@ -262,6 +376,7 @@ class _Counter:
 
 
 def _install_simulator_hook() -> None:
+    from numba import cuda
     from numba.cuda.simulator import kernel as sim_kernel
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
@@ -297,11 +412,19 @@ def _install_simulator_hook() -> None:
         if self._device or sim_kernel._get_kernel_context() is not None:
             return original(self, *args)
         name = self.fn.__name__
-        names = _caller_names(args)
+        names = _caller_names(_without_hints(args))
         _check_launch(name, args, names)
+        host_copies = _host_copies(args, names)
+        # Do the implicit copies here, as Numba would, so that the kernel's accesses
+        # to the device copies are counted like any other device array's.
+        plans = {i: plan for i, a in enumerate(args) if (plan := _host_copy(a)) is not None}
+        args = [cuda.to_device(plans[i][0]) if i in plans else a for i, a in enumerate(args)]
         counters = {i: _Counter() for i, a in enumerate(args) if isinstance(a, FakeCUDAArray)}
         wrapped = [CountingArray(a, counters[i]) if i in counters else a for i, a in enumerate(args)]
         result = original(self, *wrapped)
+        for i, (host, _, copied_out) in plans.items():
+            if copied_out:
+                args[i].copy_to_host(host)
         arrays = [
             ArrayTraffic(
                 names[i],
@@ -313,7 +436,7 @@ def _install_simulator_hook() -> None:
             for i, c in counters.items()
         ]
         threads = prod(self.grid_dim) * prod(self.block_dim)
-        _record(Launch(name, threads, arrays, "simulator"))
+        _record(Launch(name, threads, arrays, "simulator", host_copies))
         return result
 
     sim_kernel.FakeCUDAKernel.__call__ = counting_call
@@ -327,10 +450,13 @@ def _install_gpu_hook() -> None:
 
     def counting_call(self: Any, args: Sequence[Any], launch_config: Any) -> Any:
         name = self.py_func.__name__
-        names = _caller_names(args)
+        plain = _without_hints(args)
+        names = _caller_names(plain)
         _check_launch(name, args, names)
         result = original(self, args, launch_config)
-        _record(_static_launch(self, name, args, names, launch_config.griddim, launch_config.blockdim))
+        launch = _static_launch(self, name, plain, names, launch_config.griddim, launch_config.blockdim)
+        launch.host_copies = _host_copies(args, names)
+        _record(launch)
         return result
 
     CUDADispatcher.call = counting_call

@@ -1,0 +1,184 @@
+"""A tiny fuser: turn a Python expression over arrays into ONE ``@cuda.jit`` kernel.
+
+This is a teaching device, not a compiler.  It does by hand, in a few dozen lines,
+the first thing ``torch.compile`` automates: it *traces* a function by calling it
+with stand-in objects, records the elementwise operations as an expression tree,
+and prints one kernel that loads each input once, keeps every intermediate in a
+register (a local variable), and stores the result once::
+
+    kernel = fuse(lambda a, b, c, s: (a + b) * c / s, scalars=("s",))
+    print(kernel.source)
+    kernel[blocks_for(n), BLOCK_SIZE](a, b, c, s, out)
+
+The generated kernel takes the function's parameters in order, then ``out``.
+Supported: ``+ - * /`` between arrays and scalar parameters, and unary ``-``.
+Anything else (powers, comparisons, ``math`` functions, literal constants,
+reductions such as ``max``) raises :class:`FuseError` naming the problem.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+import linecache
+from typing import Any, Callable, Iterable
+
+
+class FuseError(TypeError):
+    """The function cannot be fused into one elementwise kernel; the message says why."""
+
+
+class Node:
+    """A traced value: an input (``op == "input"``) or an operation on other nodes."""
+
+    def __init__(self, op: str, args: tuple["Node", ...] = (), name: str = "", scalar: bool = False) -> None:
+        self.op, self.args, self.name, self.scalar = op, args, name, scalar
+
+    def key(self) -> tuple:
+        """Structural identity: equal keys compute equal values (used to share work)."""
+        return (self.op, self.name, tuple(a.key() for a in self.args))
+
+    # --- the operations the fuser understands ------------------------------------
+    def _binary(self, op: str, other: Any, reflected: bool = False) -> "Node":
+        if not isinstance(other, Node):
+            raise FuseError(
+                f"the constant {other!r} in `{op}`: pass constants as scalar parameters "
+                "(e.g. `lambda x, k: x * k` with scalars=('k',)) so that their dtype "
+                "matches the arrays'"
+            )
+        left, right = (other, self) if reflected else (self, other)
+        return Node(op, (left, right))
+
+    def __add__(self, other: Any) -> "Node": return self._binary("+", other)
+    def __radd__(self, other: Any) -> "Node": return self._binary("+", other, True)
+    def __sub__(self, other: Any) -> "Node": return self._binary("-", other)
+    def __rsub__(self, other: Any) -> "Node": return self._binary("-", other, True)
+    def __mul__(self, other: Any) -> "Node": return self._binary("*", other)
+    def __rmul__(self, other: Any) -> "Node": return self._binary("*", other, True)
+    def __truediv__(self, other: Any) -> "Node": return self._binary("/", other)
+    def __rtruediv__(self, other: Any) -> "Node": return self._binary("/", other, True)
+    def __neg__(self) -> "Node": return Node("neg", (self,))
+
+    # --- everything else fails loudly ------------------------------------------------
+    def _unsupported(self, what: str) -> Any:
+        raise FuseError(f"{what} is not supported by the tiny fuser (only + - * / and unary -)")
+
+    def __pow__(self, other: Any) -> Any: return self._unsupported("`**`")
+    __rpow__ = __pow__
+    def __floordiv__(self, other: Any) -> Any: return self._unsupported("`//`")
+    __rfloordiv__ = __floordiv__
+    def __mod__(self, other: Any) -> Any: return self._unsupported("`%`")
+    __rmod__ = __mod__
+    def __matmul__(self, other: Any) -> Any: return self._unsupported("`@` (not elementwise)")
+    __rmatmul__ = __matmul__
+    def __abs__(self) -> Any: return self._unsupported("abs()")
+    def __lt__(self, other: Any) -> Any: return self._unsupported("a comparison")
+    __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __lt__  # type: ignore[assignment]
+    def __bool__(self) -> bool: return self._unsupported("branching on a traced value (`if`, `and`, `or`)")
+    def __float__(self) -> float: return self._unsupported("a `math` function (or float())")
+    def __index__(self) -> int: return self._unsupported("using a traced value as an integer")
+    def __iter__(self) -> Any:
+        raise FuseError("max(), sum() or a loop over an array is a reduction: every element must be "
+                        "read before any result exists, so it cannot be one elementwise pass")
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return self._unsupported(f"the NumPy function np.{ufunc.__name__} (or a NumPy constant)")
+    def __getitem__(self, index: Any) -> Any:
+        return self._unsupported("indexing (the fused kernel does the indexing itself)")
+
+
+def _parameters(fn: Callable[..., Any]) -> list[str]:
+    if not callable(fn):
+        raise FuseError(f"fuse() needs a function, got {type(fn).__name__}")
+    names = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            raise FuseError(f"parameter `{p}`: use plain positional parameters only")
+        if p.name in ("out", "i", "cuda") or p.name.startswith("t") and p.name[1:].isdigit():
+            raise FuseError(f"parameter name `{p.name}` is reserved by the generated kernel; rename it")
+        names.append(p.name)
+    if not names:
+        raise FuseError("the function takes no parameters: there is nothing to fuse")
+    clashes = [n for n in names if n.endswith("_i") and n[:-2] in names]
+    if clashes:
+        raise FuseError(f"parameter name `{clashes[0]}` clashes with the register of `{clashes[0][:-2]}`; rename it")
+    return names
+
+
+def generate_source(fn: Callable[..., Any], scalars: Iterable[str] = (), name: str = "fused") -> str:
+    """Trace ``fn`` with stand-in values and return the source of one elementwise kernel."""
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise FuseError(f"kernel name {name!r} is not a Python identifier")
+    params = _parameters(fn)
+    scalars = set(scalars)
+    unknown = scalars - set(params)
+    if unknown:
+        raise FuseError(f"scalars {sorted(unknown)} are not parameters of the function {params}")
+    inputs = [Node("input", name=p, scalar=p in scalars) for p in params]
+    result = fn(*inputs)
+    if not isinstance(result, Node):
+        raise FuseError(f"the function must return one expression of its parameters, got {type(result).__name__}")
+
+    loads: list[str] = []  # each array read once, into a register
+    steps: list[str] = []  # each intermediate computed once, into a register
+    seen: dict[tuple, str] = {}
+
+    def emit(node: Node) -> str:
+        """Emit the code computing ``node`` (children first) and return its register name."""
+        key = node.key()
+        if key in seen:
+            return seen[key]
+        if node.op == "input":
+            register = node.name
+            if not node.scalar:
+                register = f"{node.name}_i"
+                loads.append(f"{register} = {node.name}[i]")
+        else:
+            operands = [emit(arg) for arg in node.args]
+            register = f"t{len(steps) + 1}"
+            expr = f"-{operands[0]}" if node.op == "neg" else f" {node.op} ".join(operands)
+            steps.append(f"{register} = {expr}")
+        seen[key] = register
+        return register
+
+    final = emit(result)
+    if not loads:
+        raise FuseError("the expression reads no array (only scalar parameters): nothing to launch over")
+    arguments = ", ".join(params + ["out"])
+    body = loads + steps + [f"out[i] = {final}"]
+    lines = [
+        f"def {name}({arguments}):",
+        "    i = cuda.grid(1)",
+        "    if i < out.size:",
+        *(f"        {line}" for line in body),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+_generated = 0
+
+
+def compile_source(source: str, name: str = "fused") -> Any:
+    """``exec`` generated source and return it as a ``@cuda.jit`` kernel.
+
+    The source is registered with :mod:`linecache` under a made-up file name, so
+    ``inspect.getsource`` (and Numba's error messages) can show it like any other code.
+    """
+    from numba import cuda
+
+    global _generated
+    _generated += 1
+    filename = f"<fuser-{_generated}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict[str, Any] = {"cuda": cuda}
+    exec(compile(source, filename, "exec"), namespace)
+    kernel = cuda.jit(namespace[name])
+    kernel.source = source
+    return kernel
+
+
+def fuse(fn: Callable[..., Any], scalars: Iterable[str] = (), name: str = "fused") -> Any:
+    """One ``@cuda.jit`` kernel computing ``fn`` elementwise; its source is ``kernel.source``.
+
+    Launch it as ``kernel[blocks, threads](*arguments_of_fn, out)``.
+    """
+    return compile_source(generate_source(fn, scalars, name), name)

@@ -1,0 +1,161 @@
+"""The tiny fuser: its kernels against hand-written ones (bit for bit), its source, its errors."""
+
+import inspect
+import math
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from helpers import checks, pipeline
+from helpers.fuser import FuseError, compile_source, fuse, generate_source
+from helpers.ledger import Ledger
+from helpers.sizes import BLOCK_SIZE, blocks_for
+
+N = 300  # not a multiple of the block size
+
+
+@cuda.jit
+def hand_multiply_subtract(a, b, c, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[i] * b[i] - c[i]
+
+
+@cuda.jit
+def hand_relative_gap(a, b, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = (a[i] - b[i]) / (a[i] + b[i])
+
+
+@cuda.jit
+def hand_negate_scale_add(a, b, s, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = -(a[i] * s) + b[i]
+
+
+S = np.float32(1.7)
+
+CASES = [
+    # (expression, scalars, hand-written kernel, its arguments before out, NumPy)
+    (lambda a, b, c, s: (a + b) * c / s, ("s",), pipeline.fused_kernel, "abcs", lambda a, b, c: (a + b) * c / S),
+    (lambda a, b, c: a * b - c, (), hand_multiply_subtract, "abc", lambda a, b, c: a * b - c),
+    (lambda a, b: (a - b) / (a + b), (), hand_relative_gap, "ab", lambda a, b, c: (a - b) / (a + b)),
+    (lambda a, b, s: -(a * s) + b, ("s",), hand_negate_scale_add, "abs", lambda a, b, c: -(a * S) + b),
+]
+
+
+@pytest.mark.parametrize("expression, scalars, hand, params, numpy_fn", CASES, ids=["chapter", "mul-sub", "gap", "neg"])
+def test_fused_kernel_is_bitwise_identical_to_the_hand_written_one(expression, scalars, hand, params, numpy_fn):
+    host = dict(zip("abc", checks.random_inputs(N, seed=7)))
+    device = {name: cuda.to_device(x) for name, x in host.items()}
+    device["s"] = S
+    args = [device[p] for p in params]
+    kernel = fuse(expression, scalars=scalars)
+    out_fuser, out_hand = checks.poisoned(N), checks.poisoned(N)
+    kernel[blocks_for(N), BLOCK_SIZE](*args, out_fuser)
+    hand[blocks_for(N), BLOCK_SIZE](*args, out_hand)
+    checks.check_close(out_fuser, numpy_fn(host["a"], host["b"], host["c"]))
+    assert np.array_equal(out_fuser.copy_to_host(), out_hand.copy_to_host())
+
+
+def test_fused_kernel_makes_two_trips():
+    a, b, c = (cuda.to_device(x) for x in checks.random_inputs(N))
+    out = checks.poisoned(N)
+    kernel = fuse(lambda a, b, c, s: (a + b) * c / s, scalars=("s",))
+    with Ledger("fuser") as ledger:
+        kernel[blocks_for(N), BLOCK_SIZE](a, b, c, S, out)
+    assert len(ledger.launches) == 1
+    assert ledger.trips == 2
+    assert ledger.bytes_per_element() == 16
+    assert ledger.launches[0].reads == ["a", "b", "c"] and ledger.launches[0].writes == ["out"]
+
+
+def test_generated_source_of_the_chapter_expression():
+    source = generate_source(lambda a, b, c, s: (a + b) * c / s, scalars=("s",))
+    assert source == (
+        "def fused(a, b, c, s, out):\n"
+        "    i = cuda.grid(1)\n"
+        "    if i < out.size:\n"
+        "        a_i = a[i]\n"
+        "        b_i = b[i]\n"
+        "        c_i = c[i]\n"
+        "        t1 = a_i + b_i\n"
+        "        t2 = t1 * c_i\n"
+        "        t3 = t2 / s\n"
+        "        out[i] = t3\n"
+    )
+
+
+def test_shared_subexpressions_are_computed_once_and_unused_inputs_not_loaded():
+    source = generate_source(lambda a, b, c: (a + b) * (a + b), name="square_of_sum")
+    assert source.startswith("def square_of_sum(a, b, c, out):")
+    assert source.count("a_i + b_i") == 1
+    assert "t2 = t1 * t1" in source
+    assert "c[i]" not in source  # c is a parameter but never read: no load, no trip
+
+
+def test_kernel_source_is_attached_and_readable_by_inspect():
+    kernel = fuse(lambda x, y: x * y, name="product")
+    assert kernel.source == generate_source(lambda x, y: x * y, name="product")
+    assert inspect.getsource(kernel.py_func) == kernel.source
+
+
+def test_reflected_operations_keep_operand_order():
+    source = generate_source(lambda x, k: k - x, scalars=("k",))
+    assert "t1 = k - x_i" in source
+
+
+@pytest.mark.parametrize(
+    "expression, message",
+    [
+        (lambda a: a ** 2, r"`\*\*` is not supported"),
+        (lambda a: a * 2.0, r"constant 2.0 .*scalar parameters"),
+        (lambda a: 1 - a, r"constant 1 "),
+        (lambda a: a / max(a), r"reduction"),
+        (lambda a: sum(a), r"reduction"),
+        (lambda a, b: a < b, r"comparison"),
+        (lambda a, b: a == b, r"comparison"),
+        (lambda a: math.exp(a), r"`math` function"),
+        (lambda a: np.exp(a), r"NumPy function np.exp"),
+        (lambda a: a if a else -a, r"branching"),
+        (lambda a: abs(a), r"abs\(\)"),
+        (lambda a: a[0], r"indexing"),
+        (lambda a, b: (a + b, a - b), r"one expression .*got tuple"),
+        (lambda a: 3, r"one expression .*got int"),
+    ],
+)
+def test_unsupported_operations_raise_a_clear_error(expression, message):
+    with pytest.raises(FuseError, match=message):
+        generate_source(expression)
+
+
+def test_bad_parameters_raise_a_clear_error():
+    with pytest.raises(FuseError, match="reserved"):
+        generate_source(lambda a, out: a + out)
+    with pytest.raises(FuseError, match="reserved"):
+        generate_source(lambda a, t1: a + t1)
+    with pytest.raises(FuseError, match="clashes"):
+        generate_source(lambda a, a_i: a + a_i)
+    with pytest.raises(FuseError, match="positional"):
+        generate_source(lambda *arrays: arrays[0])
+    with pytest.raises(FuseError, match="no parameters"):
+        generate_source(lambda: 1)
+    with pytest.raises(FuseError, match=r"\['k'\] are not parameters"):
+        generate_source(lambda a, b: a + b, scalars=("k",))
+    with pytest.raises(FuseError, match="reads no array"):
+        generate_source(lambda s, k: s * k, scalars=("s", "k"))
+    with pytest.raises(FuseError, match="not a Python identifier"):
+        generate_source(lambda a, b: a + b, name="my kernel")
+    with pytest.raises(FuseError, match="needs a function"):
+        generate_source("a + b")
+
+
+def test_compile_source_runs_generated_code():
+    kernel = compile_source(generate_source(lambda x, y: x - y, name="difference"), name="difference")
+    x, y = checks.random_inputs(N, count=2)
+    out = checks.poisoned(N)
+    kernel[blocks_for(N), BLOCK_SIZE](cuda.to_device(x), cuda.to_device(y), out)
+    assert np.array_equal(out.copy_to_host(), x - y)
