@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .backend import is_simulator
-from .ptx import CannotAttribute, count_global_accesses, describe_arg, kernel_source
+from .ptx import CannotAttribute, PtxCounts, count_global_accesses, describe_arg, kernel_source
 
 Dims = int | Sequence[int]
 
@@ -113,7 +113,8 @@ def _guard_shape(counts: Any, ndim: int, args: Sequence[Any]) -> tuple[int, ...]
     return tuple(min(per_dim[d]) if d in per_dim else 2**62 for d in range(ndim))
 
 
-def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any], names: Sequence[str] | None = None) -> Traffic:
+def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any], names: Sequence[str] | None = None,
+                   counts: PtxCounts | None = None) -> Traffic:
     """The launch's traffic as the compiled PTX predicts it.
 
     Accesses per thread (per iteration of a grid-stride loop) times the threads
@@ -121,11 +122,12 @@ def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[An
     The guard's bound is read from the PTX: the array sizes its branches compare
     the thread index with.  Raises :class:`helpers.ptx.CannotAttribute`, with the
     reason, where the PTX does not say (``out[idx[i]]``, ``if x[i] > 0``, a guard
-    such as ``i + 1 < n``): never a guessed number.
+    such as ``i + 1 < n``): never a guessed number.  ``counts`` may be given when the
+    PTX was already analysed (the ledger analyses the launched kernel's own PTX).
     """
     names = _names(args, names)
     func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
-    counts = count_global_accesses(kernel, args)
+    counts = counts if counts is not None else count_global_accesses(kernel, args)
     counts.require_attributed(func.__name__)
     grid, block = _dims(griddim), _dims(blockdim)
     if counts.guard_offset and not counts.grid_stride:
@@ -206,6 +208,20 @@ def simulated_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence
     names = _names(args, names)
     if not is_simulator():
         return _simulate_in_subprocess(kernel, griddim, blockdim, args, names)
+    for i, a in enumerate(args):
+        if isinstance(a, np.ndarray):
+            raise TypeError(f"`{names[i]}` is a host (NumPy) array; pass a device array (cuda.to_device)")
+    wrapped, touches = recording_arguments(args)
+    kernel[_dims(griddim), _dims(blockdim)](*wrapped)
+    func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
+    return traffic_from_touches(func.__name__, args, names, touches)
+
+
+def recording_arguments(args: Sequence[Any]) -> tuple[list[Any], dict[int, _ThreadTouches]]:
+    """Simulator device arrays wrapped so that each thread's distinct accesses are recorded.
+
+    Returns the arguments to launch with and, per array argument index, its record.
+    """
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
     class TouchRecordingArray(FakeCUDAArray):
@@ -223,14 +239,15 @@ def simulated_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence
             self._touches.store(_flat_elements(self._ary.shape, idx))
             super().__setitem__(idx, value)
 
-    for i, a in enumerate(args):
-        if isinstance(a, np.ndarray):
-            raise TypeError(f"`{names[i]}` is a host (NumPy) array; pass a device array (cuda.to_device)")
     touches = {i: _ThreadTouches() for i, a in enumerate(args) if isinstance(a, FakeCUDAArray)}
     wrapped = [TouchRecordingArray(a, touches[i]) if i in touches else a for i, a in enumerate(args)]
-    kernel[_dims(griddim), _dims(blockdim)](*wrapped)
-    func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
-    traffic = Traffic(func.__name__, "simulator")
+    return wrapped, touches
+
+
+def traffic_from_touches(kernel_name: str, args: Sequence[Any], names: Sequence[str],
+                         touches: dict[int, _ThreadTouches]) -> Traffic:
+    """Bytes per array from the recorded distinct loads and stores."""
+    traffic = Traffic(kernel_name, "simulator")
     for i, t in touches.items():
         loads, stores = t.counts()
         itemsize = args[i].dtype.itemsize

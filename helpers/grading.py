@@ -386,9 +386,8 @@ def _budget(exercise: Exercise, ledger: Ledger, n: int) -> tuple[int, float]:
     if per_element > exercise.bytes_per_element + 1e-9:
         raise CheckFailed(
             f"your kernel moves {_num(per_element)} bytes per element; "
-            f"{_num(exercise.bytes_per_element)} are enough. Read each array once into a local "
-            "variable and write each result once (every `x[i]` you write is a trip to memory for "
-            "the simulator's ledger; on a GPU the compiler may merge some, but do not count on it)"
+            f"{_num(exercise.bytes_per_element)} are enough. Read only the arrays the result needs, "
+            "and write each result once, straight to its output"
         )
     return trips, per_element
 

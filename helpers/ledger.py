@@ -9,12 +9,16 @@ Write the launches in plain Numba syntax inside a ``with Ledger() as ledger:`` b
 
 Nothing is typed in: the counts come from the kernels themselves.
 
-* In the **simulator** every element a kernel loads or stores is counted as it
-  happens (a counting subclass of the simulator's ``FakeCUDAArray`` is passed in
-  place of each device array).
-* On a **GPU** the launch's compiled PTX is read (:mod:`helpers.ptx`): global loads
-  and stores per thread, attributed to array arguments, times the threads that do
-  work (one element each, or every element for a grid-stride loop).
+Both backends count the same thing, the *distinct* elements each thread reads from
+and writes to each array (:mod:`helpers.counting` defines it and tests that the two
+agree):
+
+* In the **simulator** the elements each thread loads and stores are recorded as the
+  kernel runs (a recording subclass of the simulator's ``FakeCUDAArray`` is passed
+  in place of each device array).
+* On a **GPU** the launch's own compiled PTX is read (:mod:`helpers.ptx`): global
+  loads and stores per thread, attributed to array arguments, times the threads that
+  pass the bounds guard (every element, for a grid-stride loop).
 
 A *trip*, as the chapter counts it, is one direction of traffic between a launch
 and device memory: a launch that reads arrays makes one read trip, a launch that
@@ -31,7 +35,6 @@ and out, a ``cuda.In`` hint only in, a ``cuda.Out`` hint only out.
 from __future__ import annotations
 
 import sys
-import threading
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any, Sequence
@@ -39,7 +42,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .backend import is_simulator
-from .ptx import CannotAttribute, analyze_ptx, count_global_accesses, describe_arg
+from .counting import Traffic, recording_arguments, static_traffic, traffic_from_touches
+from .ptx import analyze_ptx, describe_arg
 from .validate import is_c_contiguous
 
 
@@ -368,43 +372,9 @@ def _install() -> None:
         _install_gpu_hook()
 
 
-class _Counter:
-    def __init__(self) -> None:
-        self.read = 0
-        self.written = 0
-        self.lock = threading.Lock()
-
-
 def _install_simulator_hook() -> None:
     from numba import cuda
     from numba.cuda.simulator import kernel as sim_kernel
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-
-    class CountingArray(FakeCUDAArray):
-        """The simulator's device array, counting the elements each access touches."""
-
-        def __init__(self, base: FakeCUDAArray, counter: _Counter) -> None:
-            super().__init__(base._ary, stream=base.stream)
-            self._counter = counter
-
-        def _elements(self, idx: Any) -> int:
-            if isinstance(idx, (int, np.integer)) or (
-                isinstance(idx, tuple) and all(isinstance(i, (int, np.integer)) for i in idx)
-            ):
-                return 1
-            return int(np.size(self._ary[idx]))
-
-        def __getitem__(self, idx: Any) -> Any:
-            count = self._elements(idx)
-            with self._counter.lock:
-                self._counter.read += count
-            return super().__getitem__(idx)
-
-        def __setitem__(self, idx: Any, value: Any) -> None:
-            count = self._elements(idx)
-            with self._counter.lock:
-                self._counter.written += count
-            super().__setitem__(idx, value)
 
     original = sim_kernel.FakeCUDAKernel.__call__
 
@@ -419,24 +389,14 @@ def _install_simulator_hook() -> None:
         # to the device copies are counted like any other device array's.
         plans = {i: plan for i, a in enumerate(args) if (plan := _host_copy(a)) is not None}
         args = [cuda.to_device(plans[i][0]) if i in plans else a for i, a in enumerate(args)]
-        counters = {i: _Counter() for i, a in enumerate(args) if isinstance(a, FakeCUDAArray)}
-        wrapped = [CountingArray(a, counters[i]) if i in counters else a for i, a in enumerate(args)]
+        wrapped, touches = recording_arguments(args)
         result = original(self, *wrapped)
         for i, (host, _, copied_out) in plans.items():
             if copied_out:
                 args[i].copy_to_host(host)
-        arrays = [
-            ArrayTraffic(
-                names[i],
-                args[i].dtype.itemsize,
-                int(args[i].size),
-                c.read * args[i].dtype.itemsize,
-                c.written * args[i].dtype.itemsize,
-            )
-            for i, c in counters.items()
-        ]
+        traffic = traffic_from_touches(name, args, names, touches)
         threads = prod(self.grid_dim) * prod(self.block_dim)
-        _record(Launch(name, threads, arrays, "simulator", host_copies))
+        _record(Launch(name, threads, _array_traffic(traffic, args, names), "simulator", host_copies))
         return result
 
     sim_kernel.FakeCUDAKernel.__call__ = counting_call
@@ -464,39 +424,39 @@ def _install_gpu_hook() -> None:
 
 
 def _static_launch(dispatcher: Any, name: str, args: Sequence[Any], names: Sequence[str], griddim: Any, blockdim: Any) -> Launch:
-    """A launch counted from its compiled PTX: accesses per thread times working threads."""
+    """A launch counted from its own compiled PTX (see :func:`helpers.counting.static_traffic`)."""
     argtypes = [describe_arg(a) for a in args]
     signature = tuple(dispatcher.typeof_pyval(a) for a in args)
     try:
         counts = analyze_ptx(dispatcher.inspect_asm(signature), argtypes)
     except (KeyError, TypeError):
-        counts = count_global_accesses(dispatcher, args)
-    if counts.unattributed:
-        raise CannotAttribute(
-            f"cannot attribute {len(counts.unattributed)} global memory access(es) of {name} "
-            "to one array argument (the address depends on data or on several arrays)"
-        )
-    threads = prod(_dims(griddim)) * prod(_dims(blockdim))
-    sizes = [int(a.size) for a in args if hasattr(a, "shape") and not isinstance(a, np.generic)]
-    elements = max(sizes, default=0)
-    # One element per working thread; a grid-stride loop covers every element.
-    work_items = elements if counts.has_loop else min(threads, elements)
-    arrays = [
-        ArrayTraffic(
-            names[i],
-            np.dtype(a.dtype).itemsize,
-            int(a.size),
-            counts.bytes("load", i) * work_items,
-            counts.bytes("store", i) * work_items,
-        )
-        for i, a in enumerate(args)
-        if argtypes[i].kind == "array"
-    ]
-    return Launch(name, threads, arrays, "ptx")
+        counts = None  # static_traffic compiles the kernel itself
+    grid, block = _launch_dims(_dims(griddim), _dims(blockdim))
+    traffic = static_traffic(dispatcher, grid, block, args, names, counts=counts)
+    return Launch(name, prod(grid) * prod(block), _array_traffic(traffic, args, names), "ptx")
+
+
+def _array_traffic(traffic: Traffic, args: Sequence[Any], names: Sequence[str]) -> list[ArrayTraffic]:
+    """One :class:`ArrayTraffic` per array argument name, in argument order."""
+    arrays: dict[str, ArrayTraffic] = {}
+    for name, arg in zip(names, args):
+        if hasattr(arg, "shape") and not isinstance(arg, np.generic) and name not in arrays:
+            read, written = traffic.per_array().get(name, (0, 0))
+            arrays[name] = ArrayTraffic(name, np.dtype(arg.dtype).itemsize, int(arg.size), read, written)
+    return list(arrays.values())
+
+
+def _launch_dims(grid: tuple[int, ...], block: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Drop trailing dimensions of size 1 in both grid and block: Numba pads launches to 3-D."""
+    size = max(len(grid), len(block))
+    grid, block = grid + (1,) * (size - len(grid)), block + (1,) * (size - len(block))
+    while size > 1 and grid[size - 1] == 1 and block[size - 1] == 1:
+        size -= 1
+    return grid[:size], block[:size]
 
 
 def _dims(dim: Any) -> tuple[int, ...]:
-    if isinstance(dim, int):
-        return (dim,)
+    if isinstance(dim, (int, np.integer)):
+        return (int(dim),)
     return tuple(getattr(dim, axis) for axis in ("x", "y", "z")) if hasattr(dim, "x") else tuple(dim)
 

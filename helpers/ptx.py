@@ -13,6 +13,7 @@ a short-lived subprocess that imports the real ``numba.cuda`` instead.
 from __future__ import annotations
 
 import ast
+import dis
 import hashlib
 import inspect
 import json
@@ -414,7 +415,8 @@ def _strip_decorators(source: str) -> str:
 
 
 def _global_names(code: pytypes.CodeType) -> set[str]:
-    names = set(code.co_names)
+    """Names the code reads as globals (not attribute names such as the ``x`` of ``threadIdx.x``)."""
+    names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
     for const in code.co_consts:
         if isinstance(const, pytypes.CodeType):
             names |= _global_names(const)
