@@ -170,7 +170,8 @@ _NESTED = "it sits in nested loops, whose trip counts the static counter cannot 
 _COPIES_DISAGREE = "the unrolled copies of its loop access different arrays, so one iteration cannot be told apart"
 
 
-def _access_bytes(opcode: str) -> int:
+def access_bytes(opcode: str) -> int:
+    """Bytes one execution of a load/store opcode moves, e.g. 16 for ``ld.global.v4.f32``."""
     parts = opcode.split(".")
     width = 1
     size = 4
@@ -279,7 +280,7 @@ def _scan(
                 key = _REG_RE.sub(lambda m: f"{m.group(0)}@{version.get(m.group(0), 0)}", text)
                 ops = {"ld": ["load"], "st": ["store"], "atom": ["load", "store"], "red": ["load", "store"]}[family]
                 for op in ops:
-                    found.append((loop, GlobalAccess(op, opcode, _access_bytes(opcode), owner, loop is not None, key, reason)))
+                    found.append((loop, GlobalAccess(op, opcode, access_bytes(opcode), owner, loop is not None, key, reason)))
                 if family in ("ld", "atom") and regs and not regs[0] in addr_regs:
                     taint[regs[0]] = frozenset({_DATA})
                     version[regs[0]] = version.get(regs[0], 0) + 1
@@ -472,7 +473,7 @@ sys.stdout.write(ptx)
 """
 
 
-def _cache_dir() -> str:
+def cache_dir() -> str:
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(root, "three-kernels-or-one", "ptx")
 
@@ -490,7 +491,7 @@ def _compile_in_subprocess(source: str, name: str, argtypes: tuple[ArgType, ...]
     key = hashlib.sha256(
         (json.dumps(request, sort_keys=True) + getattr(numba_cuda, "__version__", "")).encode()
     ).hexdigest()
-    path = os.path.join(_cache_dir(), key + ".ptx")
+    path = os.path.join(cache_dir(), key + ".ptx")
     if os.path.exists(path):
         with open(path) as f:
             return f.read()
@@ -506,7 +507,7 @@ def _compile_in_subprocess(source: str, name: str, argtypes: tuple[ArgType, ...]
     if done.returncode != 0:
         last = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
         raise CannotAttribute(f"compiling {name} to PTX failed: {last[0]}")
-    os.makedirs(_cache_dir(), exist_ok=True)
+    os.makedirs(cache_dir(), exist_ok=True)
     tmp = path + f".{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         f.write(done.stdout)

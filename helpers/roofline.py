@@ -45,6 +45,7 @@ from numba import cuda
 
 from .backend import is_simulator, sm_count
 from .pipeline import fused_kernel
+from .ptx import access_bytes
 from .sizes import BLOCK_SIZE, blocks_for
 from .validate import check_elementwise
 
@@ -492,11 +493,11 @@ class Evidence:
 
     @property
     def widest_load_bytes(self) -> int:
-        return max((_opcode_bytes(op) for op in self._all_opcodes() if op.startswith("ld.")), default=0)
+        return max((access_bytes(op) for op in self._all_opcodes() if op.startswith("ld.")), default=0)
 
     @property
     def widest_store_bytes(self) -> int:
-        return max((_opcode_bytes(op) for op in self._all_opcodes() if op.startswith("st.")), default=0)
+        return max((access_bytes(op) for op in self._all_opcodes() if op.startswith("st.")), default=0)
 
     def _all_opcodes(self) -> list[str]:
         extra = list(_opcode_counts(self.linked_ptx)) if self.linked_ptx else []
@@ -505,12 +506,6 @@ class Evidence:
     def vector_opcodes(self) -> list[str]:
         """The distinct 16-byte global opcodes, in this kernel or the function it links."""
         return sorted({op for op in self._all_opcodes() if ".v4." in op and ".param" not in op})
-
-
-def _opcode_bytes(opcode: str) -> int:
-    from .ptx import _access_bytes
-
-    return _access_bytes(opcode)
 
 
 def _opcode_counts(ptx: str) -> dict[str, int]:
@@ -615,9 +610,9 @@ def _compile_all(cc: tuple[int, int]) -> dict[str, dict[str, Any]]:
 
 
 def _cache_path(cc: tuple[int, int]) -> Path:
-    from .ptx import _cache_dir
+    from .ptx import cache_dir
 
-    return Path(_cache_dir()) / f"roofline-{_source_fingerprint()}-sm{cc[0]}{cc[1]}.json"
+    return Path(cache_dir()) / f"roofline-{_source_fingerprint()}-sm{cc[0]}{cc[1]}.json"
 
 
 @lru_cache(maxsize=4)

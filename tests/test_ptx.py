@@ -6,7 +6,7 @@ from numba import cuda
 
 import helpers  # noqa: F401
 from helpers import pipeline
-from helpers.ptx import CannotAttribute, _access_bytes, analyze_ptx, compile_ptx, count_global_accesses, describe_arg
+from helpers.ptx import CannotAttribute, access_bytes, analyze_ptx, compile_ptx, count_global_accesses, describe_arg
 
 
 @cuda.jit
@@ -58,9 +58,9 @@ def test_a_loop_that_is_not_grid_stride_cannot_be_attributed():
 
 
 def test_vector_access_widths():
-    assert _access_bytes("ld.global.v4.f32") == 16
-    assert _access_bytes("st.global.u8") == 1
-    assert _access_bytes("ld.global.nc.v2.f64") == 16
+    assert access_bytes("ld.global.v4.f32") == 16
+    assert access_bytes("st.global.u8") == 1
+    assert access_bytes("ld.global.nc.v2.f64") == 16
 
 
 def test_mismatched_argument_types_are_refused():
