@@ -16,8 +16,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (three kernels or one)"
 	touch $@
 
+# JupyterLab refuses to run as root (containers, CI) unless told; say so for the learner.
 lab: setup
-	$(VENV)/bin/jupyter lab notebooks/ $(LAB_ARGS)
+	$(VENV)/bin/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)

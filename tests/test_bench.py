@@ -131,7 +131,6 @@ def test_simulator_sweep_checks_everything_and_times_nothing(tmp_path):
 
 def _half_written(pool):
     """A deliberately wrong implementation: the fused kernel on the first half only."""
-    from numba import cuda
     from helpers.pipeline import fused_kernel
 
     def case(n):

@@ -9,9 +9,9 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 ROOT = Path(__file__).resolve().parent.parent
-# conda packages with no pip twin: the interpreter, the CUDA version selector and NVVM,
+# conda packages with no pip twin: the interpreter, pip itself, the CUDA version selector and NVVM,
 # which pip gets through numba-cuda's cu12/cu13 extras instead.
-CONDA_ONLY = {"python", "cuda-version", "cuda-nvcc-tools"}
+CONDA_ONLY = {"python", "pip", "cuda-version", "cuda-nvcc-tools"}
 
 
 def pip_requirements() -> dict[str, SpecifierSet]:

@@ -1,4 +1,3 @@
-import numpy as np
 import pytest
 from matplotlib.figure import Figure
 from numba import cuda

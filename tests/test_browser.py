@@ -1,0 +1,341 @@
+"""The lesson notebooks in a real browser: JupyterLab, driven by Debian's headless Chromium.
+
+For every ``notebooks/[0-9]*.ipynb`` the test opens the notebook in JupyterLab,
+runs all cells from the Run menu (the simulator, when there is no GPU), and checks
+what a reader would see:
+
+* no cell shows an error, and every code cell ran;
+* every cell that always draws a plot (a plotting call at the top level of the cell)
+  shows an image; cells that plot only on some backends (inside an ``if``) are not
+  required to;
+* every image the kernel sent is on the page as a decoded image.
+
+A screenshot of each notebook (and of each plot) is saved under
+``artifacts/screenshots/`` (git-ignored) to look at.
+
+The server runs from this Python environment on a free loopback port with a
+random token, on a temporary copy of ``notebooks/`` (running cells saves outputs,
+and the repository's notebooks must not change).  Server and browser are stopped
+even when a check fails.  Without Chromium or Playwright the test is skipped and
+says why; ``.ci/run`` installs both.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import nbformat
+import pytest
+
+from lab_support import LabServer, free_port, isolated_jupyter_env, new_token, start_lab
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
+RUN_TIMEOUT_S = 300  # one notebook, all cells, in the simulator (they are meant to take <= 60 s)
+JUPYTER = Path(sys.executable).parent / "jupyter"
+
+# Calls that draw a figure: plt.show(), plt.subplots(), plt.figure(), fig.savefig(), helpers' plot_*().
+PYPLOT_CALLS = {"show", "subplots", "figure", "subplot_mosaic"}
+PLOT_CALLS = re.compile(r"^(savefig|plot_[a-z0-9_]+)$")
+CONDITIONAL = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef,
+               ast.ClassDef, ast.Match) if hasattr(ast, "Match") else ()
+
+LESSONS = sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
+
+
+def _why_skip() -> str | None:
+    if not CHROMIUM.exists():
+        return (f"{CHROMIUM} not found: install Debian's chromium and chromium-driver packages "
+                "(`apt-get install -y chromium chromium-driver`; .ci/run does it)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed in this environment (`make setup` installs the dev extras)"
+    if not JUPYTER.exists():
+        return f"JupyterLab is not installed in this environment ({JUPYTER} missing; `make setup` installs it)"
+    if not LESSONS:
+        return "no lesson notebooks (notebooks/[0-9]*.ipynb) to open"
+    return None
+
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(_why_skip() is not None, reason=str(_why_skip()))]
+
+
+# -- what the notebook file says a reader should see -------------------------------------------
+
+def _calls_plot(node: ast.AST) -> bool:
+    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        owner = getattr(func.value, "id", "") if isinstance(func, ast.Attribute) else ""
+        if PLOT_CALLS.match(name) or (name in PYPLOT_CALLS and owner in ("plt", "pyplot")):
+            return True
+    return False
+
+
+def plot_cells(notebook: Any) -> list[int]:
+    """Indices of the code cells that always draw a plot: a plotting call at the top level of the cell.
+
+    A call inside ``if``/``for``/``try`` may not run on every backend (many cells plot
+    measurements only where there are some), so those cells are not required to show
+    one; any image they do produce is still checked.
+    """
+    found = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        if any(not isinstance(stmt, CONDITIONAL) and _calls_plot(stmt) for stmt in tree.body):
+            found.append(index)
+    return found
+
+
+# -- the server and the browser ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """JupyterLab serving a temporary copy of the notebooks, stopped even on failure."""
+    home = tmp_path_factory.mktemp("browser")
+    served = home / "root"
+    served.mkdir()
+    shutil.copytree(NOTEBOOKS, served / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    if (ROOT / "results").exists():  # markdown may show committed plots by relative path
+        (served / "results").symlink_to(ROOT / "results")
+    env = isolated_jupyter_env(home)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))  # helpers importable
+    port, token = free_port(), new_token()
+    command = [
+        str(JUPYTER), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}",
+        "--ServerApp.port_retries=0", "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ] + (["--allow-root"] if os.geteuid() == 0 else [])  # CI runs as root
+    server = start_lab(command, port=port, token=token, cwd=served, env=env, log=home / "jupyter.log")
+    try:
+        server.wait_until_serving()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Headless Chromium with a new, empty profile, closed even on failure."""
+    from playwright.sync_api import sync_playwright
+
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    playwright = sync_playwright().start()
+    context = None
+    try:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 900},
+        )
+        yield context
+    finally:
+        if context is not None:
+            context.close()
+        playwright.stop()
+
+
+# -- reading JupyterLab's page -----------------------------------------------------------------
+
+CELL_STATE_JS = r"""
+() => {
+  const cells = [...document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell')];
+  return cells.map(cell => {
+    const prompt = cell.querySelector('.jp-InputArea .jp-InputPrompt');
+    const outputs = [...cell.querySelectorAll('.jp-OutputArea-output')];
+    return {
+      code: cell.classList.contains('jp-CodeCell'),
+      prompt: prompt ? prompt.textContent.trim() : '',
+      // JupyterLab renders a traceback like any stderr text; a warning is stderr text too,
+      // so an error is stderr text that reads like one.
+      errors: outputs.filter(o => o.getAttribute('data-mime-type') === 'application/vnd.jupyter.stderr'
+                                  && /Traceback \(most recent call last\)|^\w*(Error|Exception)\b/m.test(o.textContent))
+                     .map(o => o.textContent.slice(-600)),
+      images: [...cell.querySelectorAll('.jp-OutputArea-output img')].map(
+                img => ({loaded: img.complete && img.naturalWidth > 0, width: img.naturalWidth})),
+    };
+  });
+}
+"""
+
+
+def cell_states(page: Any) -> list[dict[str, Any]]:
+    return page.evaluate(CELL_STATE_JS)
+
+
+def kernels_idle(lab: LabServer) -> bool:
+    kernels = lab.api("GET", "/api/kernels") or []
+    return bool(kernels) and all(k.get("execution_state") == "idle" for k in kernels)
+
+
+def wait_until_open(page: Any, cell_count: int, timeout: float) -> None:
+    """Wait until JupyterLab shows every cell of the file (it shows one empty cell while loading)."""
+    deadline = time.monotonic() + timeout
+    shown = 0
+    while time.monotonic() < deadline:
+        shown = len(cell_states(page))
+        if shown == cell_count:
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"JupyterLab shows {shown} cells after {timeout:.0f} s; the file has {cell_count}")
+
+
+def wait_for_kernel(lab: LabServer, timeout: float) -> None:
+    """Wait until the notebook's kernel has started and is idle."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if kernels_idle(lab):
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"the kernel was not idle within {timeout:.0f} s: {lab.api('GET', '/api/kernels')}")
+
+
+def menu(page: Any, top: str, item: str) -> None:
+    """Click a menu bar entry, then one of its items, by their labels."""
+    page.locator(".jp-NotebookPanel .jp-Notebook").first.click(position={"x": 5, "y": 5})
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{re.escape(top)}$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}$")).click()
+
+
+def clear_outputs(page: Any) -> None:
+    """Edit > Clear Outputs of All Cells: the committed (GPU) outputs go, so a run is seen afresh."""
+    menu(page, "Edit", "Clear Outputs of All Cells")
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if not any(s["code"] and re.search(r"\d", s["prompt"]) for s in cell_states(page)):
+            return
+        time.sleep(0.3)
+    raise AssertionError("Edit > Clear Outputs of All Cells left execution counts behind")
+
+
+def run_all_cells(page: Any, lab: LabServer) -> None:
+    """Run > Run All Cells, as a reader would, once the kernel is ready; fail if nothing starts."""
+    wait_for_kernel(lab, timeout=120)
+    clear_outputs(page)
+    for _ in range(3):
+        menu(page, "Run", "Run All Cells")
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if any(s["code"] and re.search(r"[*\d]", s["prompt"]) for s in cell_states(page)):
+                return
+            time.sleep(0.5)
+        page.keyboard.press("Escape")
+    raise AssertionError("Run > Run All Cells did not start any cell")
+
+
+def wait_until_done(page: Any, lab: LabServer, timeout: float) -> list[dict[str, Any]]:
+    """Wait until no cell is queued or running and the kernel is idle; return the cells' state."""
+    deadline = time.monotonic() + timeout
+    settled = 0
+    while time.monotonic() < deadline:
+        states = cell_states(page)
+        code = [s for s in states if s["code"]]
+        running = any("*" in s["prompt"] for s in code)
+        started = bool(code) and re.search(r"\d", code[0]["prompt"]) is not None
+        stopped_by_error = any(s["errors"] for s in code)
+        if not running and (started or stopped_by_error) and kernels_idle(lab):
+            settled += 1
+            if settled >= 2:  # idle twice in a row, a second apart
+                return states
+        else:
+            settled = 0
+        time.sleep(1)
+    prompts = [s["prompt"] for s in cell_states(page) if s["code"]]
+    raise TimeoutError(f"cells still running after {timeout:.0f} s; prompts: {prompts}")
+
+
+def wait_until_saved(lab: LabServer, path: str, timeout: float = 30) -> dict[str, Any]:
+    """The notebook as JupyterLab saved it, once the save holds the run's execution counts."""
+    deadline = time.monotonic() + timeout
+    while True:
+        saved = lab.api("GET", f"{path}?content=1")["content"]
+        counted = sum(c.get("execution_count") is not None for c in saved["cells"] if c["cell_type"] == "code")
+        code = sum(c["cell_type"] == "code" for c in saved["cells"])
+        if counted == code or time.monotonic() > deadline:
+            assert counted == code, f"the saved notebook has {counted} of {code} code cells run"
+            return saved
+        time.sleep(0.5)
+
+
+# -- the test ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("notebook_path", LESSONS, ids=[p.name for p in LESSONS])
+def test_notebook_in_jupyterlab(notebook_path: Path, lab: LabServer, browser_context: Any) -> None:
+    notebook = nbformat.read(notebook_path, as_version=4)
+    expected_plots = plot_cells(notebook)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    name = notebook_path.stem
+    for stale in SCREENSHOTS.glob(f"{name}*.png"):
+        stale.unlink()
+    page = browser_context.new_page()
+    failed = True
+    try:
+        page.goto(lab.url(f"/lab/tree/notebooks/{notebook_path.name}?reset"), wait_until="domcontentloaded")
+        wait_until_open(page, len(notebook.cells), timeout=90)
+
+        page.keyboard.press("Control+b")  # hide the file browser: more of the notebook on screen
+        run_all_cells(page, lab)
+        states = wait_until_done(page, lab, RUN_TIMEOUT_S)
+
+        errors = {i: s["errors"] for i, s in enumerate(states) if s["errors"]}
+        assert not errors, f"{notebook_path.name}: cells show errors: " + json.dumps(errors, indent=1)[:3000]
+        unrun = [i for i, s in enumerate(states) if s["code"] and not re.search(r"\d", s["prompt"])]
+        assert not unrun, f"{notebook_path.name}: cells {unrun} did not run (prompts {[states[i]['prompt'] for i in unrun]})"
+
+        for index in expected_plots:
+            assert states[index]["images"], (
+                f"{notebook_path.name}: cell {index} always draws a plot, but JupyterLab shows no image for it")
+        image_cells = [i for i, state in enumerate(states) if state["images"]]
+        for index in image_cells:
+            assert all(img["loaded"] for img in states[index]["images"]), f"{notebook_path.name}: an image in cell {index} did not load"
+
+        # Every image the kernel produced (as saved by JupyterLab) is on the page as an image.
+        page.keyboard.press("Control+s")
+        saved = wait_until_saved(lab, f"/api/contents/notebooks/{notebook_path.name}")
+        for index, cell in enumerate(saved["cells"]):
+            sent = sum("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
+            shown = sum(img["loaded"] for img in states[index]["images"])
+            assert shown >= sent, f"{notebook_path.name}: cell {index} produced {sent} image(s), the page shows {shown}"
+            kernel_errors = [out for out in cell.get("outputs", []) if out.get("output_type") == "error"]
+            assert not kernel_errors, f"{notebook_path.name}: cell {index} raised {kernel_errors[0].get('ename')}"
+
+        page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+        cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+        for index in image_cells:
+            cells.nth(index).locator(".jp-OutputArea").screenshot(path=str(SCREENSHOTS / f"{name}_cell{index:02d}.png"))
+        failed = False
+    finally:
+        if failed:
+            try:
+                page.screenshot(path=str(SCREENSHOTS / f"{name}_FAILED.png"))
+            except Exception:  # the screenshot is a diagnosis aid only
+                pass
+        page.close()
+        lab.shutdown_kernels()
