@@ -7,7 +7,13 @@ So the first line of every notebook is ``import helpers``.
 
 from __future__ import annotations
 
+import warnings as _warnings
+
 from .backend import choose_backend as _choose_backend
+
+# The series launches small grids on purpose (correctness checks on tiny and awkward
+# sizes); numba's occupancy warning would bury the outputs that matter.
+_warnings.filterwarnings("ignore", message=r".*Grid size .* will likely result in GPU under-utilization")
 
 BACKEND: str = _choose_backend()
 

@@ -41,7 +41,7 @@ from .ledger import Ledger
 from .pipeline import add_kernel, fused_kernel, multiply_kernel, reference, run_fused, run_three_kernels, scale_kernel
 from .provenance import environment_record, write_result
 from .sizes import BLOCK_SIZE, blocks_for
-from .timing import SIMULATOR_MESSAGE, Timing, format_ms, time_gpu
+from .timing import MIN_HOLD_US, SIMULATOR_MESSAGE, Timing, format_ms, hold_gpu, host_enqueue_us, library_copy, time_gpu
 
 DTYPE = np.float32
 SWEEP_NAME = "bench_sweep"
@@ -102,13 +102,6 @@ def _read_all(buffer, sink):
         total += buffer[i]
     if total == -1.0:  # never true for the zero-filled buffer; stops the reads being removed
         sink[0] = total
-
-
-@cuda.jit
-def _hold(iterations):
-    """Keep the GPU busy while the host queues the launches to be timed."""
-    for _ in range(iterations):
-        cuda.nanosleep(1000)
 
 
 def _poison(*arrays: Any) -> None:
@@ -309,7 +302,8 @@ def _torch_compile(pool: Pool) -> Callable[[int], Case]:
 def _device_copy(pool: Pool) -> Callable[[int], Case]:
     def case(n: int) -> Case:
         a, _, _, _, _, out = pool.views(n)
-        return Case(lambda: out.copy_to_device(a), lambda: out, lambda: _poison(out), a)
+        copy, _method = library_copy(a, out)  # a copy kernel; cuMemcpyDtoD's copy engines are slower
+        return Case(copy, lambda: out, lambda: _poison(out), a)
 
     return case
 
@@ -499,42 +493,20 @@ class GpuClock:
         self.sink = cuda.device_array(1, np.float32)
         self.flush_blocks = 4 * (sm_count() or 1)
         self.flush()
-        _hold[1, 1](10)
         cuda.synchronize()
-        self.us_per_hold_iteration = self._calibrate()
 
     def flush(self) -> None:
         _read_all[self.flush_blocks, BLOCK_SIZE](self.flush_buffer, self.sink)
 
-    def _calibrate(self) -> float:
-        start, end = cuda.event(), cuda.event()
-        start.record()
-        _hold[1, 1](2000)
-        end.record()
-        end.synchronize()
-        return max(cuda.event_elapsed_time(start, end) * 1e3 / 2000, 0.05)
-
-    def host_enqueue_us(self, run: Callable[[], Any]) -> float:
-        """Median host time to issue ``run`` (without waiting for the GPU)."""
-        costs = []
-        for _ in range(5):
-            cuda.synchronize()
-            started = time.perf_counter()
-            run()
-            costs.append((time.perf_counter() - started) * 1e6)
-        cuda.synchronize()
-        return statistics.median(costs)
-
     def queued(self, run: Callable[[], Any], repeats: int, *, cold: bool) -> tuple[list[float], float]:
         """GPU-only times: the launches are queued behind a wait kernel long enough to hide their issue cost."""
-        hold_us = max(200.0, 5 * self.host_enqueue_us(run))
-        iterations = math.ceil(hold_us / self.us_per_hold_iteration)
+        hold_us = max(MIN_HOLD_US, 5 * host_enqueue_us(run))
         start, end = cuda.event(), cuda.event()
         samples = []
         for _ in range(repeats):
             if cold:
                 self.flush()
-            _hold[1, 1](iterations)
+            hold_gpu(hold_us)
             start.record()
             run()
             end.record()
@@ -746,7 +718,7 @@ def _regimes_by_size(result: dict[str, Any], label: str, mode: str) -> dict[str,
 def _time_case(case: Case, label: str, n: int, options: Options, clock: GpuClock, *, cpu: bool) -> list[dict[str, Any]]:
     if cpu:
         return [_measurement(label, n, "cpu", time_host(case.run, options.repeats))]
-    loop = time_gpu(case.run, label=label, repeats=options.repeats, warmup=options.warmup)
+    loop = time_gpu(case.run, label=label, repeats=options.repeats, warmup=options.warmup, hide_launch=False)
     assert loop is not None  # only called on a GPU
     rows = [_measurement(label, n, "loop", loop.samples_ms)]
     for mode, cold in (("gpu", False), ("gpu_cold", True)):

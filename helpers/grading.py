@@ -291,14 +291,16 @@ def _judge(exercise: Exercise, inputs: Inputs, buffers: _Buffers, n: int) -> Non
     expected = exercise.expect(inputs)
     got = {name: buffers.download(name)[:n] for name in exercise.written}
     for name in exercise.written:
-        value, _scale = expected[name]
+        value, scale = expected[name]
         if name in exercise.outputs:
             missing = np.flatnonzero(_bits(got[name]) == _POISON[got[name].dtype.itemsize])
             what = "was never written"
             held = "the poison value"
         else:
             before = inputs[name]
-            missing = np.flatnonzero((_bits(got[name]) == _bits(before)) & (value != before))
+            # Unchanged where the update should be visible: an update smaller than the
+            # tolerance may legitimately round back to the old value (seen on an H200).
+            missing = np.flatnonzero((_bits(got[name]) == _bits(before)) & ~_close(before, value, scale, before.dtype))
             what = "was never updated"
             held = "the value from before the call"
         if missing.size:

@@ -101,12 +101,12 @@ def plot_arithmetic_sweep(fmas: Sequence[int], measured_ms: Sequence[float] | No
     ax.plot(fmas, predicted, "--", color="grey", label="predicted: max(bytes / bandwidth, FLOPs / peak)")
     if knee is not None:
         ax.axvline(knee, color="#dd8452", lw=1)
-        ax.annotate(f" predicted knee\n ~{knee:.0f} FMAs", (knee, max(measured_ms) * 0.5), color="#dd8452")
+        ax.annotate(f"predicted knee ~{knee:.0f} FMAs ", (knee, max(measured_ms)), color="#dd8452", ha="right", va="top")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("FMAs per element (same bytes: read 4, write 4)")
     ax.set_ylabel("runtime (ms)")
-    ax.legend(loc="upper left")
+    ax.legend(loc="lower right")
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
     return fig

@@ -6,9 +6,12 @@ about a GPU: the functions here say so and return ``None`` instead of a number.
 
 from __future__ import annotations
 
+import math
 import statistics
+import time
 from dataclasses import dataclass
-from typing import Callable
+from functools import lru_cache
+from typing import Any, Callable
 
 import numpy as np
 
@@ -53,11 +56,69 @@ def format_ms(ms: float) -> str:
     return f"{ms * 1e3:.1f} µs" if ms < 1 else f"{ms:.3f} ms"
 
 
-def time_gpu(run: Callable[[], object], *, label: str = "", repeats: int = 50, warmup: int = 3) -> Timing | None:
+MIN_HOLD_US = 200.0
+MAX_HOLD_US = 5_000.0
+
+
+@lru_cache(maxsize=1)
+def _hold_kernel() -> Any:
+    from numba import cuda
+
+    @cuda.jit
+    def hold(iterations):  # one thread sleeping: keeps the stream busy, the SMs free
+        for _ in range(iterations):
+            cuda.nanosleep(1000)
+
+    return hold
+
+
+@lru_cache(maxsize=1)
+def us_per_hold_iteration() -> float:
+    """Microseconds one iteration of the hold kernel lasts on this GPU (measured once)."""
+    from numba import cuda
+
+    hold = _hold_kernel()
+    hold[1, 1](10)
+    cuda.synchronize()
+    start, end = cuda.event(), cuda.event()
+    start.record()
+    hold[1, 1](2000)
+    end.record()
+    end.synchronize()
+    return max(cuda.event_elapsed_time(start, end) * 1e3 / 2000, 0.05)
+
+
+def hold_gpu(microseconds: float) -> None:
+    """Queue a kernel that keeps the GPU's stream busy for about this long."""
+    _hold_kernel()[1, 1](math.ceil(microseconds / us_per_hold_iteration()))
+
+
+def host_enqueue_us(run: Callable[[], object], samples: int = 5) -> float:
+    """Median host time to issue ``run`` with the GPU idle (its launch cost, for kernels)."""
+    from numba import cuda
+
+    costs = []
+    for _ in range(samples):
+        cuda.synchronize()
+        started = time.perf_counter()
+        run()
+        costs.append((time.perf_counter() - started) * 1e6)
+    cuda.synchronize()
+    return statistics.median(costs)
+
+
+def time_gpu(run: Callable[[], object], *, label: str = "", repeats: int = 50, warmup: int = 3,
+             hide_launch: bool = True) -> Timing | None:
     """Time ``run`` (which launches GPU work on device arrays) with CUDA events.
 
     The warm-up calls keep JIT compilation and first-touch costs out of the numbers.
-    Returns ``None`` in the simulator, after saying why.
+    With ``hide_launch`` (the default) each repeat is queued behind a short hold
+    kernel, so the host's cost of issuing the launches (tens of microseconds for a
+    Numba launch) happens while the GPU is still busy: the events then time the GPU
+    work alone.  Host-synchronous work (a pageable copy, say) gains nothing from a
+    hold and gets none.  ``hide_launch=False`` times what a Python loop sees with
+    the GPU idle between calls, launch cost included.  Returns ``None`` in the
+    simulator, after saying why.
     """
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
@@ -69,9 +130,16 @@ def time_gpu(run: Callable[[], object], *, label: str = "", repeats: int = 50, w
     for _ in range(warmup):
         run()
     cuda.synchronize()
+    hold_us = 0.0
+    if hide_launch:
+        enqueue_us = host_enqueue_us(run)
+        if 5 * enqueue_us <= MAX_HOLD_US:
+            hold_us = max(MIN_HOLD_US, 5 * enqueue_us)
     start, end = cuda.event(), cuda.event()
     samples = []
     for _ in range(repeats):
+        if hold_us:
+            hold_gpu(hold_us)
         start.record()
         run()
         end.record()
@@ -80,7 +148,7 @@ def time_gpu(run: Callable[[], object], *, label: str = "", repeats: int = 50, w
     return Timing(label, samples)
 
 
-def _copy_function(source: object, target: object) -> tuple[Callable[[], object], str]:
+def library_copy(source: object, target: object) -> tuple[Callable[[], object], str]:
     """The fastest device-to-device copy at hand, and its name.
 
     CuPy's and PyTorch's copies run as kernels with 16-byte accesses.  Numba's own
@@ -108,7 +176,7 @@ def _copy_function(source: object, target: object) -> tuple[Callable[[], object]
 def copy_bandwidth(n: int, dtype: type = np.float32, repeats: int = 50) -> tuple[Timing, float] | None:
     """The device-to-device copy ceiling: timing and GB/s counting bytes read plus written.
 
-    The timing's label names the copy used (see :func:`_copy_function`).
+    The timing's label names the copy used (see :func:`library_copy`).
     """
     if is_simulator():
         print(SIMULATOR_MESSAGE)
@@ -117,7 +185,7 @@ def copy_bandwidth(n: int, dtype: type = np.float32, repeats: int = 50) -> tuple
 
     source = cuda.to_device(np.random.default_rng().random(n).astype(dtype))
     target = cuda.device_array_like(source)
-    copy, method = _copy_function(source, target)
+    copy, method = library_copy(source, target)
     copy()
     cuda.synchronize()
     if not np.array_equal(target.copy_to_host(), source.copy_to_host()):
