@@ -223,12 +223,6 @@ def _run(exercise: Exercise, fn: Callable[..., Any], inputs: Inputs, n: int,
         cuda.synchronize()
     except NotImplementedError:
         raise CheckFailed(_stub_message(exercise.function)) from None
-    except CannotAttribute as error:
-        raise CheckFailed(
-            f"the ledger cannot count the memory traffic of your kernels from their compiled code "
-            f"({error}). For these checks, write kernels whose every access is `array[i]` with i "
-            "from `cuda.grid(1)` or a grid-stride loop: no atomics, no indices loaded from memory"
-        ) from None
     except IndexError as error:
         match = _SIM_INDEX.search(str(error))
         if not match:
@@ -358,6 +352,7 @@ def array_traffic(ledger: Ledger) -> tuple[int, float]:
 
 def _full_traffic(ledger: Ledger, n: int) -> tuple[int, float]:
     """Trips and bytes per element to the n-element arrays only."""
+    ledger.require_counted()
     trips = 0
     moved = 0
     for launch in ledger.launches:
@@ -377,7 +372,15 @@ def _budget(exercise: Exercise, ledger: Ledger, n: int) -> tuple[int, float]:
             f"`{exercise.function}` launched no kernel: the values may be right, but the exercise "
             "is to compute them on the device with your own `@cuda.jit` kernel"
         )
-    trips, per_element = _full_traffic(ledger, n)
+    try:
+        trips, per_element = _full_traffic(ledger, n)
+    except CannotAttribute as error:
+        raise CheckFailed(
+            f"your values are right, but the ledger cannot count the memory traffic of your kernels from "
+            f"their compiled code ({error}). For these checks, write kernels whose every access is `array[i]` "
+            "with i from `cuda.grid(1)` or a grid-stride loop, guarded by `if i < out.size`: no atomics, "
+            "no indices loaded from memory"
+        ) from None
     launches = len(ledger.launches)
     if trips > exercise.trips:
         raise CheckFailed(

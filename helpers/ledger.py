@@ -43,7 +43,7 @@ import numpy as np
 
 from .backend import is_simulator
 from .counting import Traffic, recording_arguments, static_traffic, traffic_from_touches
-from .ptx import analyze_ptx, describe_arg
+from .ptx import CannotAttribute, analyze_ptx, describe_arg
 from .validate import is_c_contiguous
 
 
@@ -76,26 +76,33 @@ class Launch:
     arrays: list[ArrayTraffic]
     counted_by: str  # "simulator" (executed accesses) or "ptx" (compiled code)
     host_copies: list[HostCopy] = field(default_factory=list)
+    uncounted: str | None = None  # why the compiled code could not be counted, if it could not
+
+    def counted_arrays(self) -> list[ArrayTraffic]:
+        """The per-array traffic; raises :class:`CannotAttribute` for a launch that could not be counted."""
+        if self.uncounted is not None:
+            raise CannotAttribute(self.uncounted)
+        return self.arrays
 
     @property
     def elements(self) -> int:
-        return max((a.size for a in self.arrays), default=0)
+        return max((a.size for a in self.counted_arrays()), default=0)
 
     @property
     def reads(self) -> list[str]:
-        return [a.name for a in self.arrays if a.bytes_read]
+        return [a.name for a in self.counted_arrays() if a.bytes_read]
 
     @property
     def writes(self) -> list[str]:
-        return [a.name for a in self.arrays if a.bytes_written]
+        return [a.name for a in self.counted_arrays() if a.bytes_written]
 
     @property
     def bytes_read(self) -> int:
-        return sum(a.bytes_read for a in self.arrays)
+        return sum(a.bytes_read for a in self.counted_arrays())
 
     @property
     def bytes_written(self) -> int:
-        return sum(a.bytes_written for a in self.arrays)
+        return sum(a.bytes_written for a in self.counted_arrays())
 
     @property
     def trips(self) -> int:
@@ -135,6 +142,12 @@ class Ledger:
 
     def __exit__(self, *exc: object) -> None:
         _pop(self)
+
+    def require_counted(self) -> None:
+        """Raise :class:`CannotAttribute`, naming the kernel and the reason, if any launch was not counted."""
+        for launch in self.launches:
+            if launch.uncounted is not None:
+                raise CannotAttribute(f"{launch.kernel}: {launch.uncounted}")
 
     # --- totals ---------------------------------------------------------------
     @property
@@ -414,7 +427,13 @@ def _install_gpu_hook() -> None:
         names = _caller_names(plain)
         _check_launch(name, args, names)
         result = original(self, args, launch_config)
-        launch = _static_launch(self, name, plain, names, launch_config.griddim, launch_config.blockdim)
+        try:
+            launch = _static_launch(self, name, plain, names, launch_config.griddim, launch_config.blockdim)
+        except CannotAttribute as reason:
+            # Recorded, not raised: the learner's code runs on, and asking this launch
+            # for a count raises with the reason (never a guessed number).
+            grid, block = _launch_dims(_dims(launch_config.griddim), _dims(launch_config.blockdim))
+            launch = Launch(name, prod(grid) * prod(block), [], "ptx", uncounted=str(reason))
         launch.host_copies = _host_copies(args, names)
         _record(launch)
         return result

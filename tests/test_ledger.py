@@ -137,3 +137,30 @@ def test_empty_array_is_refused():
 def test_empty_ledger_has_no_bytes_per_element():
     with pytest.raises(ValueError, match="recorded no launches"):
         Ledger("nothing").bytes_per_element()
+
+
+@cuda.jit
+def gather_kernel(x, idx, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x[idx[i]]
+
+
+def test_a_launch_the_compiled_code_cannot_count_runs_but_never_gets_a_guessed_count():
+    from helpers.ptx import CannotAttribute
+
+    x = cuda.to_device(checks.random_inputs(N, count=1)[0])
+    idx_host = np.random.default_rng().permutation(N).astype(np.int64)
+    idx = cuda.to_device(idx_host)
+    out = checks.poisoned(N)
+    with Ledger("gather") as ledger:
+        gather_kernel[blocks_for(N), BLOCK_SIZE](x, idx, out)
+    checks.check_close(out, x.copy_to_host()[idx_host])  # the kernel ran either way
+    if helpers.is_simulator():
+        assert ledger.trips == 2 and ledger.bytes_per_element() == 16  # x[idx[i]]: 4 + idx: 8, out: 4
+    else:
+        assert "loaded from memory" in ledger.launches[0].uncounted
+        with pytest.raises(CannotAttribute, match="gather_kernel"):
+            ledger.require_counted()
+        with pytest.raises(CannotAttribute):
+            ledger.show()

@@ -90,8 +90,9 @@ def test_missing_results_give_a_note_not_an_error(monkeypatch, tmp_path, capsys)
 
 @pytest.mark.skipif(helpers.is_simulator() or not ncu.ncu_available(), reason="needs a GPU and ncu")
 def test_ledger_within_3_percent_of_ncu_for_large_arrays():
+    # L2 kept between kernels, as the pipeline runs (see helpers.ncu.agreement_check).
     kernels, _ = ncu.run_ncu(["python3", "-m", "helpers.ncu", "workload", "--log2-sizes", "26",
-                              "--ledger", "/tmp/ncu_test_ledger.json"], "all", launch_count=4)
+                              "--ledger", "/tmp/ncu_test_ledger.json"], "none", launch_count=4)
     ledger = json.load(open("/tmp/ncu_test_ledger.json"))
     rows = ncu.join(ledger, kernels, ncu.l2_cache_bytes())
     assert all(r["within_3_percent"] for r in rows), rows
