@@ -41,7 +41,7 @@ from .ledger import Ledger
 from .pipeline import add_kernel, fused_kernel, multiply_kernel, reference, run_fused, run_three_kernels, scale_kernel
 from .provenance import environment_record, write_result
 from .sizes import BLOCK_SIZE, blocks_for
-from .timing import MIN_HOLD_US, SIMULATOR_MESSAGE, Timing, format_ms, hold_gpu, host_enqueue_us, library_copy, time_gpu
+from .timing import MIN_HOLD_US, SIMULATOR_MESSAGE, Timing, event_samples, format_ms, host_enqueue_us, library_copy, time_gpu
 
 DTYPE = np.float32
 SWEEP_NAME = "bench_sweep"
@@ -501,18 +501,7 @@ class GpuClock:
     def queued(self, run: Callable[[], Any], repeats: int, *, cold: bool) -> tuple[list[float], float]:
         """GPU-only times: the launches are queued behind a wait kernel long enough to hide their issue cost."""
         hold_us = max(MIN_HOLD_US, 5 * host_enqueue_us(run))
-        start, end = cuda.event(), cuda.event()
-        samples = []
-        for _ in range(repeats):
-            if cold:
-                self.flush()
-            hold_gpu(hold_us)
-            start.record()
-            run()
-            end.record()
-            end.synchronize()
-            samples.append(cuda.event_elapsed_time(start, end))
-        return samples, hold_us
+        return event_samples(run, repeats, hold_us=hold_us, before=self.flush if cold else None), hold_us
 
 
 def time_host(run: Callable[[], Any], repeats: int, budget_s: float = CPU_BUDGET_S) -> list[float]:

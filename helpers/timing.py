@@ -135,9 +135,23 @@ def time_gpu(run: Callable[[], object], *, label: str = "", repeats: int = 50, w
         enqueue_us = host_enqueue_us(run)
         if 5 * enqueue_us <= MAX_HOLD_US:
             hold_us = max(MIN_HOLD_US, 5 * enqueue_us)
+    return Timing(label, event_samples(run, repeats, hold_us=hold_us))
+
+
+def event_samples(run: Callable[[], object], repeats: int, *, hold_us: float = 0.0,
+                  before: Callable[[], object] | None = None) -> list[float]:
+    """Milliseconds between CUDA events around each of ``repeats`` calls of ``run``.
+
+    ``before`` runs first in each repeat (an L2 flush, say), then a hold of
+    ``hold_us`` if asked (see :func:`time_gpu`), then the timed call.
+    """
+    from numba import cuda
+
     start, end = cuda.event(), cuda.event()
     samples = []
     for _ in range(repeats):
+        if before is not None:
+            before()
         if hold_us:
             hold_gpu(hold_us)
         start.record()
@@ -145,7 +159,7 @@ def time_gpu(run: Callable[[], object], *, label: str = "", repeats: int = 50, w
         end.record()
         end.synchronize()
         samples.append(cuda.event_elapsed_time(start, end))
-    return Timing(label, samples)
+    return samples
 
 
 def library_copy(source: object, target: object) -> tuple[Callable[[], object], str]:
