@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import matplotlib
-
-matplotlib.use(matplotlib.get_backend())  # keep the notebook's inline backend; Agg elsewhere
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
