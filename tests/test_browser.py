@@ -189,6 +189,18 @@ def cell_states(page: Any) -> list[dict[str, Any]]:
     return page.evaluate(CELL_STATE_JS)
 
 
+def wait_for_images(page: Any, expected: dict[int, int], timeout: float) -> list[dict[str, Any]]:
+    """The cells' state once every cell shows the images it produced, or when the time is up."""
+    deadline = time.monotonic() + timeout
+    while True:
+        states = cell_states(page)
+        missing = [i for i, n in expected.items() if sum(img["loaded"] for img in states[i]["images"]) < n]
+        if not missing or time.monotonic() > deadline:
+            return states
+        page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").nth(missing[0]).scroll_into_view_if_needed()
+        time.sleep(0.5)
+
+
 def kernels_idle(lab: LabServer) -> bool:
     kernels = lab.api("GET", "/api/kernels") or []
     return bool(kernels) and all(k.get("execution_state") == "idle" for k in kernels)
@@ -270,14 +282,21 @@ def wait_until_done(page: Any, lab: LabServer, timeout: float) -> list[dict[str,
     raise TimeoutError(f"cells still running after {timeout:.0f} s; prompts: {prompts}")
 
 
-def wait_until_saved(lab: LabServer, path: str, timeout: float = 30) -> dict[str, Any]:
-    """The notebook as JupyterLab saved it, once the save holds the run's execution counts."""
+def wait_until_saved(lab: LabServer, path: str, before: str, timeout: float = 30) -> dict[str, Any]:
+    """The notebook as JupyterLab saved it after this run: newer than ``before``, with every cell run.
+
+    The committed notebooks carry GPU outputs and execution counts, so a file that merely
+    has counts may still be the one on disk before the save.
+    """
     deadline = time.monotonic() + timeout
     while True:
-        saved = lab.api("GET", f"{path}?content=1")["content"]
+        model = lab.api("GET", f"{path}?content=1")
+        saved = model["content"]
         counted = sum(c.get("execution_count") is not None for c in saved["cells"] if c["cell_type"] == "code")
         code = sum(c["cell_type"] == "code" for c in saved["cells"])
-        if counted == code or time.monotonic() > deadline:
+        fresh = model["last_modified"] != before
+        if (fresh and counted == code) or time.monotonic() > deadline:
+            assert fresh, "JupyterLab did not save the notebook after the run"
             assert counted == code, f"the saved notebook has {counted} of {code} code cells run"
             return saved
         time.sleep(0.5)
@@ -316,12 +335,16 @@ def test_notebook_in_jupyterlab(notebook_path: Path, lab: LabServer, browser_con
             assert all(img["loaded"] for img in states[index]["images"]), f"{notebook_path.name}: an image in cell {index} did not load"
 
         # Every image the kernel produced (as saved by JupyterLab) is on the page as an image.
+        contents = f"/api/contents/notebooks/{notebook_path.name}"
+        before = lab.api("GET", f"{contents}?content=0")["last_modified"]
         page.keyboard.press("Control+s")
-        saved = wait_until_saved(lab, f"/api/contents/notebooks/{notebook_path.name}")
+        saved = wait_until_saved(lab, contents, before)
+        sent = {index: sum("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
+                for index, cell in enumerate(saved["cells"])}
+        states = wait_for_images(page, sent, timeout=20)  # an image can still be decoding when the kernel goes idle
         for index, cell in enumerate(saved["cells"]):
-            sent = sum("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
             shown = sum(img["loaded"] for img in states[index]["images"])
-            assert shown >= sent, f"{notebook_path.name}: cell {index} produced {sent} image(s), the page shows {shown}"
+            assert shown >= sent[index], f"{notebook_path.name}: cell {index} produced {sent[index]} image(s), the page shows {shown}"
             kernel_errors = [out for out in cell.get("outputs", []) if out.get("output_type") == "error"]
             assert not kernel_errors, f"{notebook_path.name}: cell {index} raised {kernel_errors[0].get('ename')}"
 
