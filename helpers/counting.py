@@ -60,10 +60,27 @@ class Traffic:
         return {name: (self.read.get(name, 0), self.written.get(name, 0)) for name in {**self.read, **self.written}}
 
 
-def _dims(dim: Dims) -> tuple[int, ...]:
+def _dims(dim: Any) -> tuple[int, ...]:
+    """A grid or block size as a tuple: an int, a sequence, or Numba's Dim3 (x, y, z)."""
     if isinstance(dim, (int, np.integer)):
         return (int(dim),)
+    if hasattr(dim, "x"):
+        return tuple(int(getattr(dim, axis)) for axis in ("x", "y", "z"))
     return tuple(int(d) for d in dim)
+
+
+def launch_dims(griddim: Any, blockdim: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Grid and block as tuples of the launch's real dimensionality.
+
+    Numba pads every launch to 3-D; trailing dimensions of size 1 in both grid and
+    block are dropped, so a 1-D launch compares with a 1-D array's bounds guard.
+    """
+    grid, block = _dims(griddim), _dims(blockdim)
+    size = max(len(grid), len(block))
+    grid, block = grid + (1,) * (size - len(grid)), block + (1,) * (size - len(block))
+    while size > 1 and grid[size - 1] == 1 and block[size - 1] == 1:
+        size -= 1
+    return grid[:size], block[:size]
 
 
 def _arrays(args: Sequence[Any]) -> list[int]:
@@ -129,7 +146,7 @@ def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[An
     func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
     counts = counts if counts is not None else count_global_accesses(kernel, args)
     counts.require_attributed(func.__name__)
-    grid, block = _dims(griddim), _dims(blockdim)
+    grid, block = launch_dims(griddim, blockdim)
     if counts.guard_offset and not counts.grid_stride:
         raise CannotAttribute(
             f"the bounds guard of {func.__name__} compares the thread index with an array size plus "

@@ -42,7 +42,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .backend import is_simulator
-from .counting import Traffic, recording_arguments, static_traffic, traffic_from_touches
+from .counting import Traffic, launch_dims, recording_arguments, static_traffic, traffic_from_touches
 from .ptx import CannotAttribute, analyze_ptx, describe_arg
 from .validate import is_c_contiguous
 
@@ -432,7 +432,7 @@ def _install_gpu_hook() -> None:
         except CannotAttribute as reason:
             # Recorded, not raised: the learner's code runs on, and asking this launch
             # for a count raises with the reason (never a guessed number).
-            grid, block = _launch_dims(_dims(launch_config.griddim), _dims(launch_config.blockdim))
+            grid, block = launch_dims(launch_config.griddim, launch_config.blockdim)
             launch = Launch(name, prod(grid) * prod(block), [], "ptx", uncounted=str(reason))
         launch.host_copies = _host_copies(args, names)
         _record(launch)
@@ -450,7 +450,7 @@ def _static_launch(dispatcher: Any, name: str, args: Sequence[Any], names: Seque
         counts = analyze_ptx(dispatcher.inspect_asm(signature), argtypes)
     except (KeyError, TypeError):
         counts = None  # static_traffic compiles the kernel itself
-    grid, block = _launch_dims(_dims(griddim), _dims(blockdim))
+    grid, block = launch_dims(griddim, blockdim)
     traffic = static_traffic(dispatcher, grid, block, args, names, counts=counts)
     return Launch(name, prod(grid) * prod(block), _array_traffic(traffic, args, names), "ptx")
 
@@ -463,19 +463,3 @@ def _array_traffic(traffic: Traffic, args: Sequence[Any], names: Sequence[str]) 
             read, written = traffic.per_array().get(name, (0, 0))
             arrays[name] = ArrayTraffic(name, np.dtype(arg.dtype).itemsize, int(arg.size), read, written)
     return list(arrays.values())
-
-
-def _launch_dims(grid: tuple[int, ...], block: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Drop trailing dimensions of size 1 in both grid and block: Numba pads launches to 3-D."""
-    size = max(len(grid), len(block))
-    grid, block = grid + (1,) * (size - len(grid)), block + (1,) * (size - len(block))
-    while size > 1 and grid[size - 1] == 1 and block[size - 1] == 1:
-        size -= 1
-    return grid[:size], block[:size]
-
-
-def _dims(dim: Any) -> tuple[int, ...]:
-    if isinstance(dim, (int, np.integer)):
-        return (int(dim),)
-    return tuple(getattr(dim, axis) for axis in ("x", "y", "z")) if hasattr(dim, "x") else tuple(dim)
-

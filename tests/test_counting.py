@@ -214,3 +214,13 @@ def test_the_gpu_path_runs_the_simulator_count_in_a_subprocess():
     here = counting.simulated_traffic(read_twice, blocks_for(N), BLOCK_SIZE, (a, out), ["a", "out"])
     there = counting._simulate_in_subprocess(read_twice, blocks_for(N), BLOCK_SIZE, (a, out), ["a", "out"])
     assert there.per_array() == here.per_array() == {"a": (4 * N, 0), "out": (0, 4 * N)}
+
+
+def test_launch_dims_drop_numbas_padding_but_keep_real_dimensions():
+    from helpers.counting import launch_dims
+
+    assert launch_dims((4, 1, 1), (256, 1, 1)) == ((4,), (256,))
+    assert launch_dims(1, 256) == ((1,), (256,))
+    assert launch_dims((1, 1, 1), (1, 1, 1)) == ((1,), (1,))
+    assert launch_dims((4, 3, 1), (16, 16, 1)) == ((4, 3), (16, 16))
+    assert launch_dims((4, 1), (16, 16)) == ((4, 1), (16, 16))  # block y > 1: a real 2-D launch
