@@ -17,7 +17,8 @@ _warnings.filterwarnings("ignore", message=r".*Grid size .* will likely result i
 
 BACKEND: str = _choose_backend()
 
-from .backend import banner, check_numba_cuda, is_simulator  # noqa: E402
+from .backend import check_numba_cuda, is_simulator  # noqa: E402
+from .device import banner  # noqa: E402
 
 check_numba_cuda()
 

@@ -93,38 +93,3 @@ def is_simulator() -> bool:
     from numba.core import config
 
     return bool(config.ENABLE_CUDASIM)
-
-
-def device_name() -> str:
-    """The GPU's name, or ``"simulator"``."""
-    if is_simulator():
-        return SIMULATOR
-    from numba import cuda
-
-    name = cuda.get_current_device().name
-    return name.decode() if isinstance(name, bytes) else str(name)
-
-
-def sm_count() -> int | None:
-    """Streaming multiprocessors on the current GPU (``None`` in the simulator)."""
-    if is_simulator():
-        return None
-    from numba import cuda
-
-    return int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
-
-
-def compute_capability() -> tuple[int, int]:
-    """The GPU's compute capability; (9, 0), an H100/H200, stands in for the simulator."""
-    if is_simulator():
-        return (9, 0)
-    from numba import cuda
-
-    return tuple(cuda.get_current_device().compute_capability)  # type: ignore[return-value]
-
-
-def banner() -> str:
-    """One line naming the backend, e.g. ``backend: gpu (NVIDIA H200, 132 SMs)``."""
-    if is_simulator():
-        return "backend: simulator"
-    return f"backend: gpu ({device_name()}, {sm_count()} SMs)"

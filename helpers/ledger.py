@@ -16,7 +16,7 @@ agree):
 * In the **simulator** the elements each thread loads and stores are recorded as the
   kernel runs (a recording subclass of the simulator's ``FakeCUDAArray`` is passed
   in place of each device array).
-* On a **GPU** the launch's own compiled PTX is read (:mod:`helpers.ptx`): global
+* On a **GPU** the launch's own compiled PTX is read (:mod:`helpers.counting.ptx`): global
   loads and stores per thread, attributed to array arguments, times the threads that
   pass the bounds guard (every element, for a grid-stride loop).
 
@@ -43,7 +43,7 @@ import numpy as np
 
 from .backend import is_simulator
 from .counting import Traffic, launch_dims, recording_arguments, static_traffic, traffic_from_touches
-from .ptx import CannotAttribute, analyze_ptx, describe_arg
+from .counting.ptx import CannotAttribute, analyze_ptx, describe_arg
 from .validate import is_c_contiguous
 
 

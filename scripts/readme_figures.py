@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import helpers  # noqa: E402,F401  (chooses the backend before numba loads)
-from helpers import sweep_analysis as sa  # noqa: E402
-from helpers.provenance import describe, read_result  # noqa: E402
+from helpers.lab import sweep_analysis as sa  # noqa: E402
+from helpers.results import describe, read_result  # noqa: E402
 from helpers.timing import format_ms  # noqa: E402
 
 START, END = "<!-- figures:start -->", "<!-- figures:end -->"

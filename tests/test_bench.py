@@ -1,4 +1,4 @@
-"""The size sweep (helpers.bench), its analysis (helpers.sweep_analysis) and plots (helpers.sweep_plots).
+"""The size sweep (helpers.lab.bench), its analysis (helpers.lab.sweep_analysis) and plots (helpers.lab.sweep_plots).
 
 Analysis and plots are tested on *synthetic* curves built from a simple model
 (launch cost + bytes / bandwidth), so that the expected regimes are known.
@@ -11,10 +11,10 @@ import pytest
 from matplotlib.figure import Figure
 
 import helpers
-from helpers import bench
-from helpers import sweep_analysis as sa
-from helpers import sweep_plots as sp
 from helpers.checks import CheckFailed
+from helpers.lab import bench, sweep_plots
+from helpers.lab import sweep_analysis as sa
+from helpers.lab import sweep_plots as sp
 
 L2 = 60 * 2**20
 SIZES = [2**k for k in range(10, 29)]
@@ -286,7 +286,7 @@ def test_plots_return_figures_with_curves_and_regimes(tmp_path):
     overhead = {"n": 1024, "launchers": {"numba fused, lazy @cuda.jit": {"issue_us": 20.0, "launch_and_wait_us": 30.0}}}
     assert isinstance(sp.plot_launch_overhead(overhead), Figure)
     paths = sp.save_all(result, tmp_path, overhead=overhead)
-    assert sorted(p.name for p in paths) == sorted(bench.PNG_NAMES.values())
+    assert sorted(p.name for p in paths) == sorted(sweep_plots.PNG_NAMES.values())
     assert all(p.stat().st_size > 1000 for p in paths)
 
 

@@ -34,7 +34,6 @@ from typing import Any, Iterator
 
 import nbformat
 import pytest
-
 from lab_support import LabServer, free_port, isolated_jupyter_env, new_token, start_lab
 
 ROOT = Path(__file__).resolve().parent.parent

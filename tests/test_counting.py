@@ -10,18 +10,17 @@ import numpy as np
 import pytest
 from numba import cuda
 
-import helpers
 from helpers import ledger, pipeline
 from helpers.checks import random_inputs
 from helpers.counting import (
     compare_counts,
     comparison_table,
-    pipeline_comparisons,
     simulated_traffic,
     static_traffic,
     threads_passing_guard,
 )
-from helpers.ptx import CannotAttribute, count_global_accesses
+from helpers.counting.ptx import CannotAttribute, count_global_accesses
+from helpers.lab.ncu import pipeline_comparisons
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
 N = 300  # not a multiple of the block size: the bounds guard matters
@@ -208,7 +207,7 @@ def test_host_arrays_are_refused_by_the_simulator_count():
 
 
 def test_the_gpu_path_runs_the_simulator_count_in_a_subprocess():
-    from helpers import counting
+    from helpers.counting import traffic as counting
 
     a, out = one_d_cases()["read twice"][3]
     here = counting.simulated_traffic(read_twice, blocks_for(N), BLOCK_SIZE, (a, out), ["a", "out"])

@@ -1,9 +1,9 @@
 """environment.yml (conda-forge) and pyproject.toml (pip) must describe the same environment."""
 
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet

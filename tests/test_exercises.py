@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import helpers
-from helpers import grading
 from helpers.checks import CheckFailed
+from helpers.classroom import grading
 
 nbformat = pytest.importorskip("nbformat")
 
@@ -254,7 +254,7 @@ def test_solution_kernels_can_be_counted_from_their_ptx(source, tmp_path):
     import numpy as np
     from numba import cuda
 
-    from helpers.ptx import count_global_accesses
+    from helpers.counting.ptx import count_global_accesses
 
     exercise = grading.EXERCISES[int(source.name[:2])]
     inputs = exercise.draw(300, np.random.default_rng(0))

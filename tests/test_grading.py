@@ -10,9 +10,9 @@ import pytest
 from numba import cuda
 
 import helpers
-from helpers import grading
 from helpers.checks import CheckFailed
-from helpers.ptx import CannotAttribute
+from helpers.classroom import grading
+from helpers.counting.ptx import CannotAttribute
 from helpers.ledger import Ledger
 from helpers.sizes import BLOCK_SIZE, blocks_for
 

@@ -147,7 +147,7 @@ def gather_kernel(x, idx, out):
 
 
 def test_a_launch_the_compiled_code_cannot_count_runs_but_never_gets_a_guessed_count():
-    from helpers.ptx import CannotAttribute
+    from helpers.counting.ptx import CannotAttribute
 
     x = cuda.to_device(checks.random_inputs(N, count=1)[0])
     idx_host = np.random.default_rng().permutation(N).astype(np.int64)

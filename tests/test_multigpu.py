@@ -11,7 +11,7 @@ from numba import cuda
 
 import helpers
 import helpers.checks
-from helpers import multigpu
+from helpers.lab import multigpu
 
 two_gpus = pytest.mark.skipif(multigpu.gpu_count() < 2, reason="needs two GPUs")
 fewer_than_two = pytest.mark.skipif(multigpu.gpu_count() >= 2, reason="behaviour with fewer than two GPUs")
@@ -130,7 +130,7 @@ def test_split_needs_elements():
 @fewer_than_two
 def test_cli_exits_cleanly_with_the_message():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "helpers.multigpu"], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-m", "helpers.lab.multigpu"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert f"needs two GPUs; found {multigpu.gpu_count()}" in done.stdout

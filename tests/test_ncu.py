@@ -10,7 +10,9 @@ import json
 import pytest
 
 import helpers
-from helpers import ncu
+from helpers import results
+from helpers.device import l2_bytes
+from helpers.lab import ncu
 
 FIXTURE = """\
 ==PROF== Connected to process 4242 (/usr/bin/python3.12)
@@ -81,18 +83,17 @@ def test_workload_ledger_joins_with_ncu_rows(tmp_path):
 
 
 def test_missing_results_give_a_note_not_an_error(monkeypatch, tmp_path, capsys):
-    from helpers import provenance
 
-    monkeypatch.setattr(provenance, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     assert ncu.load_results() is None
     assert "note:" in capsys.readouterr().out
 
 
 @pytest.mark.skipif(helpers.is_simulator() or not ncu.ncu_available(), reason="needs a GPU and ncu")
 def test_ledger_within_3_percent_of_ncu_for_large_arrays():
-    # L2 kept between kernels, as the pipeline runs (see helpers.ncu.agreement_check).
-    kernels, _ = ncu.run_ncu(["python3", "-m", "helpers.ncu", "workload", "--log2-sizes", "26",
+    # L2 kept between kernels, as the pipeline runs (see helpers.lab.ncu.agreement_check).
+    kernels, _ = ncu.run_ncu(["python3", "-m", "helpers.lab.ncu", "workload", "--log2-sizes", "26",
                               "--ledger", "/tmp/ncu_test_ledger.json"], "none", launch_count=4)
     ledger = json.load(open("/tmp/ncu_test_ledger.json"))
-    rows = ncu.join(ledger, kernels, ncu.l2_cache_bytes())
+    rows = ncu.join(ledger, kernels, l2_bytes())
     assert all(r["within_3_percent"] for r in rows), rows

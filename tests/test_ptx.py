@@ -6,7 +6,14 @@ from numba import cuda
 
 import helpers  # noqa: F401
 from helpers import pipeline
-from helpers.ptx import CannotAttribute, access_bytes, analyze_ptx, compile_ptx, count_global_accesses, describe_arg
+from helpers.counting.ptx import (
+    CannotAttribute,
+    access_bytes,
+    analyze_ptx,
+    compile_ptx,
+    count_global_accesses,
+    describe_arg,
+)
 
 
 @cuda.jit

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from lab_support import free_port, isolated_jupyter_env, new_token, start_lab
 
 ROOT = Path(__file__).resolve().parent.parent

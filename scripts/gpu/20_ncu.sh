@@ -9,4 +9,4 @@
 set -euo pipefail
 if ! command -v ncu >/dev/null; then echo "ncu is not on PATH: skipping the hardware count"; exit 0; fi
 ncu --version | tail -1
-python3 -m helpers.ncu collect --log2-sizes 20,22,24,26,28 --modes all,none
+python3 -m helpers.lab.ncu collect --log2-sizes 20,22,24,26,28 --modes all,none

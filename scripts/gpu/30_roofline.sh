@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Notebook 07's measurement: every fused variant of helpers/roofline.py, torch.compile on the
+# Notebook 07's measurement: every fused variant of helpers/lab/roofline.py, torch.compile on the
 # same expression, the device-to-device copy and a 3-read/1-write streaming ceiling, all in
 # one run, at n = 2^26 and 2^28 (and +3, for the scalar tail).  Writes
 # results/h200/roofline.json (with the environment record) and results/h200/roofline.png.
@@ -8,8 +8,8 @@ set -euo pipefail
 python3 - <<'PY'
 import helpers
 helpers.start()
-from helpers import roofline
-from helpers.provenance import write_result
+from helpers.lab import roofline
+from helpers.results import write_result
 
 record = roofline.benchmark(repeats=30)
 path = write_result("roofline", record)

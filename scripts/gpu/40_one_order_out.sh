@@ -18,10 +18,10 @@ from numba import cuda
 from helpers.checks import random_inputs
 from helpers.fuser import fuse
 from helpers.pipeline import fused_kernel, reference
-from helpers.provenance import write_result
+from helpers.results import write_result
 from helpers.sizes import BLOCK_SIZE, blocks_for, default_size
 from helpers.timing import time_gpu
-from helpers.transfers import measure_transfers, pipeline_timings, plot_transfers
+from helpers.lab.transfers import measure_transfers, pipeline_timings, plot_transfers
 
 # 1. Host link against device memory, and the pipeline with and without implicit copies.
 record = measure_transfers()

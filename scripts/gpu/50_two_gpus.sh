@@ -9,4 +9,4 @@
 # Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/50_two_gpus.sh
 set -euo pipefail
 if command -v nvidia-smi >/dev/null; then nvidia-smi topo -m || true; fi
-python3 -m helpers.multigpu
+python3 -m helpers.lab.multigpu

@@ -13,7 +13,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .backend import banner, compute_capability, device_name, is_simulator, sm_count
+from .backend import is_simulator
+from .device import banner, compute_capability, device_name, sm_count
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
 

@@ -1,4 +1,5 @@
-"""What the device can do: peak FP32 arithmetic, and where compute starts to cost more than memory.
+"""Facts about the device, read in one place: name, SMs, compute capability, L2 size, clock,
+peak FP32 arithmetic, and where compute starts to cost more than memory.
 
 The peak is derived from the device's own attributes (SM count, clock) and the
 FP32 lanes per SM of its architecture, so it is a *model*: measured bandwidth
@@ -8,7 +9,54 @@ memory-bound (the roofline's knee).
 
 from __future__ import annotations
 
-from .backend import compute_capability, is_simulator, sm_count
+from functools import lru_cache
+
+from .backend import SIMULATOR, is_simulator
+
+
+def device_name() -> str:
+    """The GPU's name, or ``"simulator"``."""
+    if is_simulator():
+        return SIMULATOR
+    from numba import cuda
+
+    name = cuda.get_current_device().name
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def sm_count() -> int | None:
+    """Streaming multiprocessors on the current GPU (``None`` in the simulator)."""
+    if is_simulator():
+        return None
+    from numba import cuda
+
+    return int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+
+
+def compute_capability() -> tuple[int, int]:
+    """The GPU's compute capability; (9, 0), an H100/H200, stands in for the simulator."""
+    if is_simulator():
+        return (9, 0)
+    from numba import cuda
+
+    return tuple(cuda.get_current_device().compute_capability)  # type: ignore[return-value]
+
+
+def banner() -> str:
+    """One line naming the backend, e.g. ``backend: gpu (NVIDIA H200, 132 SMs)``."""
+    if is_simulator():
+        return "backend: simulator"
+    return f"backend: gpu ({device_name()}, {sm_count()} SMs)"
+
+@lru_cache(maxsize=1)
+def l2_bytes() -> int | None:
+    """The L2 cache size in bytes as the device reports it (60 MiB on an H200), or ``None`` in the simulator."""
+    if is_simulator():
+        return None
+    from numba import cuda
+
+    return int(cuda.get_current_device().L2_CACHE_SIZE)
+
 
 # FP32 lanes per SM by compute capability (CUDA C Programming Guide, arithmetic throughput table).
 FP32_LANES_PER_SM = {(7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128, (9, 0): 128,

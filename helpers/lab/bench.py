@@ -1,11 +1,11 @@
 """The size sweep: ``out = (a + b) * c / s`` from n = 2^10 to 2^28, Numba against its peers.
 
-Run it as ``make bench`` or ``python -m helpers.bench --help``.  For every size and
+Run it as ``make bench`` or ``python -m helpers.lab.bench --help``.  For every size and
 every implementation it
 
 1. checks the result against NumPy on fresh random inputs, with the output
    poisoned (NaN) first, before anything is timed;
-2. times it with CUDA events in three modes (see :data:`helpers.sweep_analysis.MODES`):
+2. times it with CUDA events in three modes (see :data:`helpers.lab.sweep_analysis.MODES`):
    ``loop`` (what a Python loop sees, launch overhead included), ``gpu`` (GPU time
    only, L2 warm) and ``gpu_cold`` (GPU time only, L2 flushed first);
 3. writes every sample, the environment record and pass/fail performance bars to
@@ -34,14 +34,25 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from numba import cuda
 
+from ..backend import is_simulator
+from ..checks import CheckFailed, check_close, default_tolerance, random_inputs
+from ..device import device_name, l2_bytes, sm_count
+from ..ledger import Ledger
+from ..pipeline import add_kernel, fused_kernel, multiply_kernel, reference, run_fused, run_three_kernels, scale_kernel
+from ..results import environment_record, write_result
+from ..sizes import BLOCK_SIZE, blocks_for
+from ..timing import (
+    MIN_HOLD_US,
+    SIMULATOR_MESSAGE,
+    Timing,
+    event_samples,
+    format_ms,
+    host_enqueue_us,
+    library_copy,
+    time_gpu,
+)
 from . import sweep_analysis as sa
-from .backend import device_name, is_simulator, sm_count
-from .checks import CheckFailed, check_close, default_tolerance, random_inputs
-from .ledger import Ledger
-from .pipeline import add_kernel, fused_kernel, multiply_kernel, reference, run_fused, run_three_kernels, scale_kernel
-from .provenance import environment_record, write_result
-from .sizes import BLOCK_SIZE, blocks_for
-from .timing import MIN_HOLD_US, SIMULATOR_MESSAGE, Timing, event_samples, format_ms, host_enqueue_us, library_copy, time_gpu
+from . import sweep_plots
 
 DTYPE = np.float32
 SWEEP_NAME = "bench_sweep"
@@ -54,9 +65,6 @@ DEFAULT_WARMUP = 3
 CPU_BUDGET_S = 1.0  # NumPy at large n: as many repeats as fit in this, at least MIN_CPU_REPEATS
 MIN_CPU_REPEATS = 3
 FLUSH_FACTOR = 4  # the L2 flush reads this many L2 sizes of other data
-H200_L2_BYTES_FALLBACK = 60 * 2**20  # used only if the driver does not report the L2 size
-PNG_NAMES = {"runtime": "sweep_runtime.png", "bandwidth": "sweep_bandwidth.png", "headline": "headline.png",
-             "overhead": "launch_overhead.png"}
 
 # The project's own probe on an H200 at n = 2^28 (design/series.md, "Facts measured"), the figures
 # the sweep is asked to reproduce within 10 %.
@@ -184,17 +192,17 @@ def _numba_fused(pool: Pool) -> Callable[[int], Case]:
 
 def _numba_best(pool: Pool) -> Callable[[int], Case]:
     try:
-        roofline = importlib.import_module("helpers.roofline")
+        roofline = importlib.import_module("helpers.lab.roofline")
     except ImportError as error:
-        raise Unavailable(f"helpers.roofline is not importable ({error})") from None
+        raise Unavailable(f"helpers.lab.roofline is not importable ({error})") from None
     best = getattr(roofline, "best_fused", None)
     if best is None:
-        raise Unavailable("helpers.roofline has no best_fused(a, b, c, s, out)")
+        raise Unavailable("helpers.lab.roofline has no best_fused(a, b, c, s, out)")
     # best_fused looks its variant up on every call; look it up once, so that the lookup is not timed.
     # The pool's views start at the allocation, so they are aligned for the vector variants.
     name = roofline.best_variant_name() if hasattr(roofline, "best_variant_name") else None
     launch = getattr(roofline, "VARIANTS", {}).get(name, best)
-    print(f"numba fused (best): helpers.roofline variant {name or 'best_fused'}", file=sys.stderr)
+    print(f"numba fused (best): helpers.lab.roofline variant {name or 'best_fused'}", file=sys.stderr)
 
     def case(n: int) -> Case:
         a, b, c, _, _, out = pool.views(n)
@@ -313,7 +321,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
     for impl in (
         Implementation("three", "numba three kernels", "gpu", "three kernels", "add, multiply, scale: 3 launches", _numba_three),
         Implementation("fused", "numba fused", "gpu", "fused", "one launch, one element per thread", _numba_fused),
-        Implementation("best", "numba fused (best)", "gpu", "fused", "helpers.roofline.best_fused", _numba_best),
+        Implementation("best", "numba fused (best)", "gpu", "fused", "helpers.lab.roofline.best_fused", _numba_best),
         Implementation("numpy", "numpy (CPU)", "cpu", "three kernels", "(a + b) * c / s on the host", _numpy_cpu),
         Implementation("cupy", "cupy ElementwiseKernel", "gpu", "fused", "one generated kernel", _cupy_elementwise),
         Implementation("torch", "torch eager", "gpu", "three kernels", "torch.add/mul/div with out=: 3 launches", _torch_eager),
@@ -392,7 +400,7 @@ def check_options(options: Options) -> Options:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m helpers.bench",
+        prog="python -m helpers.lab.bench",
         description="Sweep out = (a + b) * c / s over sizes: Numba three kernels and fused kernel against their peers.",
     )
     parser.add_argument("--sizes", default=None,
@@ -522,16 +530,6 @@ def _measurement(label: str, n: int, mode: str, samples: list[float], **extra: A
     timing = Timing(label, samples)
     return {"implementation": label, "n": n, "mode": mode, "median_ms": timing.median_ms, "iqr_ms": timing.spread_ms,
             "samples_ms": [float(f"{x:.6g}") for x in samples], **extra}
-
-
-def l2_bytes() -> int | None:
-    """The GPU's L2 size as the driver reports it; ``None`` in the simulator."""
-    if is_simulator():
-        return None
-    try:
-        return int(cuda.get_current_device().L2_CACHE_SIZE)
-    except Exception:  # an old driver without the attribute
-        return H200_L2_BYTES_FALLBACK
 
 
 def _check_memory(n_max: int) -> None:
@@ -671,7 +669,7 @@ def run_sweep(
     for label, build in list(builders.items()):
         checked(label, build(odd), odd)
 
-    clock = None if simulated else GpuClock(cache or H200_L2_BYTES_FALLBACK)
+    clock = None if simulated else GpuClock(cache)
     bar = _progress(len(options.sizes) * len(builders), options.progress)
     try:
         for n in options.sizes:
@@ -879,7 +877,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         overhead = measure_launch_overhead()
         print(f"wrote {write_result(OVERHEAD_NAME, overhead, folder=path.parent)}")
     if options.plots:
-        from . import sweep_plots
 
         for png in sweep_plots.save_all(result, path.parent, overhead=overhead):
             print(f"wrote {png}")

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Sequence
 
-from .backend import compute_capability, is_simulator
+from ..backend import is_simulator
+from ..device import compute_capability
 
 # Parameters an array argument is flattened into by numba-cuda's data model:
 # meminfo, parent, nitems, itemsize, data, shape[ndim], strides[ndim].

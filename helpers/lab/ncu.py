@@ -18,14 +18,13 @@ Two cache policies are collected, because they answer different questions:
 
 Usage on a GPU machine (writes ``results/h200/ncu_dram.json``)::
 
-    python3 -m helpers.ncu collect --log2-sizes 20,22,24,26,28
+    python3 -m helpers.lab.ncu collect --log2-sizes 20,22,24,26,28
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import ctypes
 import io
 import json
 import os
@@ -36,6 +35,16 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
+
+import numpy as np
+
+from ..checks import random_inputs
+from ..counting import Comparison, compare_counts
+from ..device import l2_bytes
+from ..ledger import Ledger
+from ..pipeline import add_kernel, fused_kernel, multiply_kernel, run_fused, run_three_kernels, scale_kernel
+from ..results import read_result, write_result
+from ..sizes import BLOCK_SIZE, blocks_for
 
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 PIPELINE_KERNELS = ("add_kernel", "multiply_kernel", "scale_kernel", "fused_kernel")
@@ -185,8 +194,6 @@ def workload(log2_sizes: Sequence[int], ledger_path: str) -> None:
     import numpy as np
     from numba import cuda
 
-    from .ledger import Ledger
-    from .pipeline import run_fused, run_three_kernels
 
     largest = 2 ** max(log2_sizes)
     host = np.full(largest, 1.5, dtype=np.float32)
@@ -204,22 +211,6 @@ def workload(log2_sizes: Sequence[int], ledger_path: str) -> None:
                             "ledger_bytes_read": launch.bytes_read, "ledger_bytes_written": launch.bytes_written})
     with open(ledger_path, "w") as f:
         json.dump(records, f)
-
-
-def l2_cache_bytes() -> int | None:
-    """The GPU's L2 size from the CUDA driver (attribute 38), or ``None`` without a GPU."""
-    for lib in ("libcuda.so.1", "libcuda.so"):
-        try:
-            driver = ctypes.CDLL(lib)
-        except OSError:
-            continue
-        value, device = ctypes.c_int(0), ctypes.c_int(0)
-        if driver.cuInit(0) or driver.cuDeviceGet(ctypes.byref(device), 0):
-            return None
-        if driver.cuDeviceGetAttribute(ctypes.byref(value), 38, device):
-            return None
-        return int(value.value)
-    return None
 
 
 def join(ledger: list[dict[str, Any]], kernels: list[KernelCounters], l2_bytes: int | None) -> list[dict[str, Any]]:
@@ -247,9 +238,8 @@ def join(ledger: list[dict[str, Any]], kernels: list[KernelCounters], l2_bytes: 
 
 def collect(log2_sizes: Sequence[int], modes: Sequence[str] = ("all", "none")) -> dict[str, Any]:
     """Profile the workload under each cache policy and write ``results/<device>/ncu_dram.json``."""
-    from .provenance import write_result
 
-    l2 = l2_cache_bytes()
+    l2 = l2_bytes()
     payload: dict[str, Any] = {
         "what": "DRAM bytes per kernel launch: Nsight Compute counters against the trip ledger",
         "metrics": list(METRICS),
@@ -260,14 +250,14 @@ def collect(log2_sizes: Sequence[int], modes: Sequence[str] = ("all", "none")) -
     for mode in modes:
         with tempfile.TemporaryDirectory() as tmp:
             ledger_path = os.path.join(tmp, "ledger.json")
-            program = [sys.executable, "-m", "helpers.ncu", "workload", "--log2-sizes",
+            program = [sys.executable, "-m", "helpers.lab.ncu", "workload", "--log2-sizes",
                        ",".join(map(str, log2_sizes)), "--ledger", ledger_path]
             try:
                 kernels, raw = run_ncu(program, mode, launch_count=4 * len(log2_sizes))
                 with open(ledger_path) as f:
                     ledger = json.load(f)
                 rows = join(ledger, kernels, l2)
-                payload["modes"][mode] = {"command": " ".join(ncu_command(["python3", "-m", "helpers.ncu", "workload"], mode)),
+                payload["modes"][mode] = {"command": " ".join(ncu_command(["python3", "-m", "helpers.lab.ncu", "workload"], mode)),
                                           "launches": rows, "ncu": [asdict(k) for k in kernels]}
             except (NcuError, OSError, subprocess.TimeoutExpired) as exc:
                 payload["modes"][mode] = {"error": str(exc)}
@@ -306,7 +296,6 @@ def agreement_check(results: dict[str, Any]) -> dict[str, Any]:
 
 def load_results() -> dict[str, Any] | None:
     """The committed H200 ncu results, or ``None`` (with a printed note) when there are none yet."""
-    from .provenance import read_result
 
     try:
         return read_result(RESULT_NAME)
@@ -354,8 +343,54 @@ def plot_dram_against_ledger(results: dict[str, Any]) -> Any:
     return fig
 
 
+def pipeline_comparisons(n: int, seed: int = 0) -> list[Comparison]:
+    """Both counts for every launch of the three-kernel and the fused pipeline at size ``n``."""
+    from numba import cuda
+
+    a, b, c = (cuda.to_device(x) for x in random_inputs(n, count=3, seed=seed))
+    t1, t2, out = (cuda.device_array(n, dtype=np.float32) for _ in range(3))
+    s = np.float32(2.5)
+    grid = blocks_for(n)
+    launches = [
+        (add_kernel, (a, b, t1), ("a", "b", "t1")),
+        (multiply_kernel, (t1, c, t2), ("t1", "c", "t2")),
+        (scale_kernel, (t2, s, out), ("t2", "s", "out")),
+        (fused_kernel, (a, b, c, s, out), ("a", "b", "c", "s", "out")),
+    ]
+    return [compare_counts(k, grid, BLOCK_SIZE, args, names) for k, args, names in launches]
+
+
+def three_way_table(comparisons: Sequence[Comparison], n_small: int, results: dict[str, Any], sizes: Sequence[int] | None = None) -> str:
+    """The three counts side by side, per pipeline, in MB, at the sizes ncu measured.
+
+    * PTX: the ledger's count on the GPU at that size (from the compiled code);
+    * simulator: bytes per element counted at ``n_small``, times n;
+    * ncu: DRAM bytes, with L2 flushed before each kernel and with L2 kept.
+    """
+    per_element = {
+        "three kernels": sum(c.simulated.bytes_read + c.simulated.bytes_written for c in comparisons if c.kernel != "fused_kernel") / n_small,
+        "fused": sum(c.simulated.bytes_read + c.simulated.bytes_written for c in comparisons if c.kernel == "fused_kernel") / n_small,
+    }
+    kept = {(t["n"], t["pipeline"]): t for t in pipeline_totals(results, "none")}
+    rows = [("n", "pipeline", "PTX MB", "simulator MB", "ncu MB (flushed)", "ncu MB (L2 kept)")]
+    for t in pipeline_totals(results, "all"):
+        if sizes is not None and t["n"] not in sizes:
+            continue
+        k = kept.get((t["n"], t["pipeline"]))
+        rows.append((
+            f"2^{t['n'].bit_length() - 1}",
+            t["pipeline"],
+            f"{t['ledger'] / 1e6:.1f}",
+            f"{per_element[t['pipeline']] * t['n'] / 1e6:.1f}",
+            f"{(t['ncu_read'] + t['ncu_written']) / 1e6:.1f}",
+            f"{(k['ncu_read'] + k['ncu_written']) / 1e6:.1f}" if k else "-",
+        ))
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m helpers.ncu", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.lab.ncu", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("collect", "workload"):
         p = sub.add_parser(name)
@@ -367,11 +402,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     sizes = [int(k) for k in args.log2_sizes.split(",")]
     if args.command == "workload":
-        import helpers  # noqa: F401  (choose the backend before numba loads)
 
         workload(sizes, args.ledger)
     else:
-        import helpers  # noqa: F401
 
         result = collect(sizes, args.modes.split(","))
         print(json.dumps(result["agreement_check"]))

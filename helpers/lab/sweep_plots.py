@@ -1,9 +1,9 @@
-"""Plots of a size sweep (:mod:`helpers.bench`): runtime, bandwidth, speedup, launch overhead.
+"""Plots of a size sweep (:mod:`helpers.lab.bench`): runtime, bandwidth, speedup, launch overhead.
 
 Every function takes the sweep's result dictionary (as written to JSON) and returns a
 matplotlib ``Figure``.  A simulated sweep has no times: its figures say so in
 words and draw no curve.  Regime bands are computed from the data by
-:func:`helpers.sweep_analysis.regimes_of`, never drawn by hand.
+:func:`helpers.lab.sweep_analysis.regimes_of`, never drawn by hand.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from matplotlib.figure import Figure
 
 from . import sweep_analysis as sa
 
+PNG_NAMES = {"runtime": "sweep_runtime.png", "bandwidth": "sweep_bandwidth.png", "headline": "headline.png",
+             "overhead": "launch_overhead.png"}
 COLORS = {
     "numba three kernels": "#c44e52",
     "numba fused": "#4c72b0",
@@ -51,7 +53,7 @@ def _no_timings(title: str, result: dict[str, Any]) -> Figure:
     fig, ax = plt.subplots(figsize=(7, 2.6))
     checked = sorted({v["n"] for v in result.get("verification", []) if v.get("passed")})
     ax.text(0.5, 0.5, f"simulated sweep: no timings\n(correctness checked at n = {', '.join(map(str, checked)) or '-'})\n"
-            "run `python -m helpers.bench` on a GPU to measure", ha="center", va="center")
+            "run `python -m helpers.lab.bench` on a GPU to measure", ha="center", va="center")
     ax.set_axis_off()
     ax.set_title(title)
     return fig
@@ -227,8 +229,6 @@ def plot_launch_overhead(overhead: dict[str, Any]) -> Figure:
 
 def save_all(result: dict[str, Any], folder: Path, overhead: dict[str, Any] | None = None) -> list[Path]:
     """Write the sweep's PNGs into ``folder``; returns their paths."""
-    from .bench import PNG_NAMES
-
     folder.mkdir(parents=True, exist_ok=True)
     figures = {"runtime": plot_sweep_runtime(result), "bandwidth": plot_bandwidth(result), "headline": plot_headline(result)}
     if overhead is not None:

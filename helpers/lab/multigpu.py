@@ -7,7 +7,7 @@
   multiply and scale there; checked against NumPy, timed beside the three-kernel and
   fused pipelines on GPU0, with the bytes that crossed counted by :func:`link_bytes`.
 * :func:`measure_two_gpus` gathers everything (plus the device-memory and host-link
-  bandwidths of each GPU) into one JSON-ready record; ``python -m helpers.multigpu``
+  bandwidths of each GPU) into one JSON-ready record; ``python -m helpers.lab.multigpu``
   writes it as ``results/<gpu>/two_gpus.json``.
 
 In the simulator, or with fewer than two GPUs, every measuring function prints why and
@@ -24,8 +24,14 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from .backend import is_simulator
-from .timing import Timing, copy_bandwidth, time_gpu
+from ..backend import is_simulator
+from ..checks import check_close, poison, poisoned, random_inputs
+from ..device import banner
+from ..pipeline import add_kernel, multiply_kernel, reference, run_fused, run_three_kernels, scale_kernel
+from ..results import environment_record, write_result
+from ..sizes import BLOCK_SIZE, blocks_for, default_size
+from ..timing import Timing, copy_bandwidth, time_gpu
+from .transfers import DIRECTIONS, transfer_bandwidth
 
 NVLINK = re.compile(r"^NV(\d+)$")
 PCIE_PATHS = {  # the legend of `nvidia-smi topo -m`, in short
@@ -224,9 +230,6 @@ def split_pipeline(n: int, repeats: int = 20, src: int = 0, dst: int = 1) -> dic
         return None
     from numba import cuda
 
-    from .checks import check_close, poison, poisoned, random_inputs
-    from .pipeline import add_kernel, multiply_kernel, reference, run_fused, run_three_kernels, scale_kernel
-    from .sizes import BLOCK_SIZE, blocks_for
 
     a, b, c = random_inputs(n)
     s = np.float32(1.5)
@@ -287,9 +290,6 @@ def measure_two_gpus(nbytes: int = 2**28, n: int | None = None, repeats: int = 2
     _check_nbytes(nbytes)
     if not _ready(0, 1):
         return None
-    from .provenance import environment_record
-    from .sizes import default_size
-    from .transfers import DIRECTIONS, transfer_bandwidth
 
     record: dict[str, Any] = {
         "devices": [_device_name(i) for i in range(gpu_count())],
@@ -313,11 +313,9 @@ def measure_two_gpus(nbytes: int = 2**28, n: int | None = None, repeats: int = 2
 
 
 def main() -> int:
-    """``python -m helpers.multigpu``: measure, write ``two_gpus.json``, print a short table."""
-    import helpers
-    from .provenance import write_result
+    """``python -m helpers.lab.multigpu``: measure, write ``two_gpus.json``, print a short table."""
 
-    helpers.start()
+    print(banner())
     found = gpu_count()
     if found < 2:
         print(f"{needs_two_gpus(found)}: nothing measured, nothing written")

@@ -2,7 +2,7 @@
 
 Call one from a notebook cell with the function you wrote::
 
-    from helpers import grading
+    from helpers.classroom import grading
     grading.check_exercise_1(saxpy_relu)
 
 Every call draws fresh random inputs (signed, not uniform: a formula that is only
@@ -35,11 +35,11 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from numba import cuda
 
-from .backend import is_simulator
-from .checks import CheckFailed, default_tolerance
-from .ledger import Launch, Ledger
-from .ptx import CannotAttribute
-from .sizes import BLOCK_SIZE, blocks_for
+from ..backend import is_simulator
+from ..checks import CheckFailed, default_tolerance
+from ..counting.ptx import CannotAttribute
+from ..ledger import Launch, Ledger
+from ..sizes import BLOCK_SIZE, blocks_for
 
 __all__ = [
     "CheckFailed",

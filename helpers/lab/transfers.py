@@ -23,8 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from .backend import is_simulator
-from .timing import SIMULATOR_MESSAGE, Timing, copy_bandwidth, time_gpu
+from ..backend import is_simulator
+from ..checks import check_close, poison, random_inputs
+from ..pipeline import add_kernel, fused_kernel, multiply_kernel, reference, scale_kernel
+from ..sizes import BLOCK_SIZE, blocks_for
+from ..timing import SIMULATOR_MESSAGE, Timing, copy_bandwidth, time_gpu
 
 DIRECTIONS = ("host->device", "device->host")
 HOST_MEMORY = ("pageable", "pinned")
@@ -128,9 +131,6 @@ def pipeline_timings(n: int, repeats: int = 5) -> dict[str, Timing] | None:
         return None
     from numba import cuda
 
-    from .checks import check_close, poison, random_inputs
-    from .pipeline import add_kernel, fused_kernel, multiply_kernel, reference, scale_kernel
-    from .sizes import BLOCK_SIZE, blocks_for
 
     a, b, c = random_inputs(n)
     s = np.float32(1.5)

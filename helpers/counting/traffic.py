@@ -1,7 +1,7 @@
 """Count a launch's memory traffic two ways and put the counts side by side.
 
 * **Static** (:func:`static_traffic`): global loads and stores per thread, read from
-  the compiled PTX (:mod:`helpers.ptx`), times the threads that pass the bounds
+  the compiled PTX (:mod:`helpers.counting.ptx`), times the threads that pass the bounds
   guard (every element, for a grid-stride loop), times the bytes per access.
 * **Simulated** (:func:`simulated_traffic`): the kernel runs in Numba's CUDA
   simulator, and every element each thread loads or stores is recorded.
@@ -14,7 +14,7 @@ thread has just written is not a load either.  ``x[i]`` and ``x[i + 1]`` are two
 loads.  With that definition the two counts agree exactly, and the tests check it
 for every kernel of the series.
 
-The third count, Nsight Compute's DRAM bytes, is in :mod:`helpers.ncu`.
+The third count, Nsight Compute's DRAM bytes, is in :mod:`helpers.lab.ncu`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .backend import is_simulator
+from ..backend import is_simulator
 from .ptx import CannotAttribute, PtxCounts, count_global_accesses, describe_arg, kernel_source
 
 Dims = int | Sequence[int]
@@ -137,7 +137,7 @@ def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[An
     Accesses per thread (per iteration of a grid-stride loop) times the threads
     that pass the bounds guard (the elements the loop covers), times their bytes.
     The guard's bound is read from the PTX: the array sizes its branches compare
-    the thread index with.  Raises :class:`helpers.ptx.CannotAttribute`, with the
+    the thread index with.  Raises :class:`helpers.counting.ptx.CannotAttribute`, with the
     reason, where the PTX does not say (``out[idx[i]]``, ``if x[i] > 0``, a guard
     such as ``i + 1 < n``): never a guessed number.  ``counts`` may be given when the
     PTX was already analysed (the ledger analyses the launched kernel's own PTX).
@@ -321,7 +321,7 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
             "names": names,
             "arrays": path,
         }
-        root = str(Path(__file__).resolve().parent.parent)
+        root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
         done = subprocess.run([sys.executable, "-c", _WORKER], input=json.dumps(request), capture_output=True, text=True, env=env, timeout=600)
     if done.returncode != 0:
@@ -377,55 +377,3 @@ def comparison_table(rows: Sequence[Comparison], n: int) -> str:
         lines.append((r.kernel, static, sim, "yes" if r.agree else "NO"))
     widths = [max(len(row[c]) for row in lines) for c in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in lines)
-
-
-def pipeline_comparisons(n: int, seed: int = 0) -> list[Comparison]:
-    """Both counts for every launch of the three-kernel and the fused pipeline at size ``n``."""
-    from numba import cuda
-
-    from .checks import random_inputs
-    from .pipeline import add_kernel, fused_kernel, multiply_kernel, scale_kernel
-    from .sizes import BLOCK_SIZE, blocks_for
-
-    a, b, c = (cuda.to_device(x) for x in random_inputs(n, count=3, seed=seed))
-    t1, t2, out = (cuda.device_array(n, dtype=np.float32) for _ in range(3))
-    s = np.float32(2.5)
-    grid = blocks_for(n)
-    launches = [
-        (add_kernel, (a, b, t1), ("a", "b", "t1")),
-        (multiply_kernel, (t1, c, t2), ("t1", "c", "t2")),
-        (scale_kernel, (t2, s, out), ("t2", "s", "out")),
-        (fused_kernel, (a, b, c, s, out), ("a", "b", "c", "s", "out")),
-    ]
-    return [compare_counts(k, grid, BLOCK_SIZE, args, names) for k, args, names in launches]
-
-
-def three_way_table(comparisons: Sequence[Comparison], n_small: int, results: dict[str, Any], sizes: Sequence[int] | None = None) -> str:
-    """The three counts side by side, per pipeline, in MB, at the sizes ncu measured.
-
-    * PTX: the ledger's count on the GPU at that size (from the compiled code);
-    * simulator: bytes per element counted at ``n_small``, times n;
-    * ncu: DRAM bytes, with L2 flushed before each kernel and with L2 kept.
-    """
-    from .ncu import pipeline_totals
-
-    per_element = {
-        "three kernels": sum(c.simulated.bytes_read + c.simulated.bytes_written for c in comparisons if c.kernel != "fused_kernel") / n_small,
-        "fused": sum(c.simulated.bytes_read + c.simulated.bytes_written for c in comparisons if c.kernel == "fused_kernel") / n_small,
-    }
-    kept = {(t["n"], t["pipeline"]): t for t in pipeline_totals(results, "none")}
-    rows = [("n", "pipeline", "PTX MB", "simulator MB", "ncu MB (flushed)", "ncu MB (L2 kept)")]
-    for t in pipeline_totals(results, "all"):
-        if sizes is not None and t["n"] not in sizes:
-            continue
-        k = kept.get((t["n"], t["pipeline"]))
-        rows.append((
-            f"2^{t['n'].bit_length() - 1}",
-            t["pipeline"],
-            f"{t['ledger'] / 1e6:.1f}",
-            f"{per_element[t['pipeline']] * t['n'] / 1e6:.1f}",
-            f"{(t['ncu_read'] + t['ncu_written']) / 1e6:.1f}",
-            f"{(k['ncu_read'] + k['ncu_written']) / 1e6:.1f}" if k else "-",
-        ))
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows)

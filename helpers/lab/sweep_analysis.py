@@ -1,7 +1,7 @@
 """Reading a size sweep: runtime series, bandwidth, speedups, and the three regimes.
 
-A sweep result is the dictionary that ``python -m helpers.bench`` writes as JSON
-(see :mod:`helpers.bench`).  The functions here only *read* it, so the notebook,
+A sweep result is the dictionary that ``python -m helpers.lab.bench`` writes as JSON
+(see :mod:`helpers.lab.bench`).  The functions here only *read* it, so the notebook,
 the plots and the benchmark's own pass/fail checks all draw the same conclusions
 from the same numbers.
 

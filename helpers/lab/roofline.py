@@ -43,11 +43,15 @@ from typing import Any, Callable
 
 from numba import cuda
 
-from .backend import is_simulator, sm_count
-from .pipeline import fused_kernel
-from .ptx import access_bytes
-from .sizes import BLOCK_SIZE, blocks_for
-from .validate import check_elementwise
+from ..backend import is_simulator
+from ..checks import poison, random_inputs
+from ..counting.ptx import access_bytes, cache_dir
+from ..device import sm_count
+from ..pipeline import fused_kernel, reference
+from ..results import read_result
+from ..sizes import BLOCK_SIZE, blocks_for
+from ..timing import copy_bandwidth, time_gpu
+from ..validate import check_elementwise
 
 CUDA_C_SOURCE = Path(__file__).resolve().parent / "cuda" / "fused_vec4.cu"
 VECTOR_BYTES = 16
@@ -94,13 +98,13 @@ if is_simulator():
 else:
     from llvmlite import ir
     from numba.core import types
-    from numba.cuda.extending import intrinsic
 
     # cuda.ldcs / cuda.stcs are overloads whose bodies call these intrinsics; typing an
     # overload asks the driver for the current device, so the kernels call the
     # intrinsics directly and still compile to PTX on a machine without a GPU.
     from numba.cuda.cache_hints import ldcs_intrinsic as load_cs
     from numba.cuda.cache_hints import stcs_intrinsic as store_cs
+    from numba.cuda.extending import intrinsic
 
     def _vector_pointer(context: Any, builder: Any, array_type: Any, array: Any, j: Any, j_type: Any) -> Any:
         """Address of the j-th group of four elements, as a pointer to a 4-vector."""
@@ -454,7 +458,6 @@ def best_variant_name() -> str:
 
     In the simulator a GPU-only winner is replaced by :data:`DEFAULT_BEST`.
     """
-    from .provenance import read_result
 
     try:
         best = read_result("roofline").get("best_variant")
@@ -610,7 +613,6 @@ def _compile_all(cc: tuple[int, int]) -> dict[str, dict[str, Any]]:
 
 
 def _cache_path(cc: tuple[int, int]) -> Path:
-    from .ptx import cache_dir
 
     return Path(cache_dir()) / f"roofline-{_source_fingerprint()}-sm{cc[0]}{cc[1]}.json"
 
@@ -622,10 +624,10 @@ def _compiled(cc: tuple[int, int]) -> dict[str, dict[str, Any]]:
         return json.loads(path.read_text())
     if is_simulator():  # numba.cuda is the simulator here: use the real compiler in a subprocess
         code = (
-            "import json, sys, helpers.roofline as r; "
+            "import json, sys, helpers.lab.roofline as r; "
             f"json.dump(r._compile_all(({cc[0]}, {cc[1]})), sys.stdout)"
         )
-        root = str(Path(__file__).resolve().parent.parent)
+        root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0",
                    PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
@@ -691,9 +693,6 @@ def benchmark(sizes: tuple[int, ...] = BENCH_SIZES, repeats: int = 30, s: float 
     """
     import numpy as np
 
-    from .checks import poison, random_inputs
-    from .pipeline import reference
-    from .timing import copy_bandwidth, time_gpu
 
     if is_simulator():
         raise GpuOnly("the roofline benchmark times real kernels: run it on a GPU")
