@@ -105,7 +105,7 @@ def test_a_write_into_the_guard_region_is_reported():
     inputs = grading.EXERCISE_1.draw(n, np.random.default_rng())
     buffers = grading._upload(inputs, ["out"], n)
     host = buffers.device["out"].copy_to_host()
-    host[:n] = grading._expect_1(inputs)["out"][0]
+    host[:n] = grading.EXERCISE_1.expect(inputs)["out"][0]
     host[n + 3] = 1.0
     buffers.device["out"].copy_to_device(host)
     with pytest.raises(CheckFailed, match=r"wrote past the end of `out`: element 103 .*bounds guard"):

@@ -26,11 +26,12 @@ in a 1-element array) is left out.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 from numba import cuda
@@ -40,21 +41,31 @@ from ..checks import CheckFailed, default_tolerance
 from ..counting.ptx import CannotAttribute
 from ..ledger import Launch, Ledger
 from ..sizes import BLOCK_SIZE, blocks_for
+from .exercise import Alternative, Exercise, Expected, Inputs
+from .exercises import EXERCISES
+from .watch import HostCopies
 
 __all__ = [
+    "Alternative",
     "CheckFailed",
+    "EXERCISES",
+    "Exercise",
     "Grade",
+    "array_traffic",
+    "check",
     "check_exercise_1",
     "check_exercise_2",
     "check_exercise_3",
     "check_exercise_4",
+    "check_exercise_5",
     "check_prediction_2",
     "check_prediction_4",
-    "grade",
-    "array_traffic",
+    "check_prediction_5",
     "check_sizes",
-    "EXERCISES",
+    "grade",
 ]
+
+EXERCISE_1, EXERCISE_2, EXERCISE_3, EXERCISE_4, EXERCISE_5 = (EXERCISES[k] for k in range(1, 6))
 
 SIMULATOR_SIZES = (1, 100, 257, 1000)
 """Sizes tried in the simulator: one element, less than a block, just past a block, several blocks."""
@@ -72,41 +83,6 @@ def check_sizes() -> tuple[int, ...]:
     """The sizes a check tries on this backend, smallest first."""
     return SIMULATOR_SIZES if is_simulator() else GPU_SIZES
 
-
-# --- what an exercise is ----------------------------------------------------------
-
-Inputs = dict[str, Any]
-Expected = dict[str, tuple[np.ndarray, np.ndarray]]  # output name -> (values, error scale)
-
-
-@dataclass(frozen=True)
-class Alternative:
-    """A known mistake: the outputs it would give, and what to tell the student."""
-
-    outputs: Callable[[Inputs], dict[str, np.ndarray]]
-    message: str
-
-
-@dataclass(frozen=True)
-class Exercise:
-    """Everything a check needs to grade one exercise."""
-
-    number: int
-    function: str  # the student's function, as the notebook names it
-    args: tuple[str, ...]  # its arguments, in order
-    outputs: tuple[str, ...]  # fresh arrays the function must fill (poisoned)
-    in_place: tuple[str, ...]  # arrays the function must update in place
-    draw: Callable[[int, np.random.Generator], Inputs]
-    expect: Callable[[Inputs], Expected]
-    trips: int  # budget: trips to the n-element arrays
-    bytes_per_element: float  # budget: bytes moved per element (float32)
-    budget_hint: str  # how to meet the budget, in a sentence
-    alternatives: tuple[Alternative, ...] = ()
-    diagnose: Callable[[Inputs, str, np.ndarray, np.ndarray, np.ndarray], str | None] | None = None
-
-    @property
-    def written(self) -> tuple[str, ...]:
-        return self.outputs + self.in_place
 
 
 @dataclass
@@ -217,8 +193,9 @@ def _run(exercise: Exercise, fn: Callable[..., Any], inputs: Inputs, n: int,
     buffers = _upload(inputs, exercise.outputs, n)
     args = [buffers.views[a] if a in buffers.views else inputs[a] for a in exercise.args]
     ledger = Ledger(name or getattr(fn, "__name__", exercise.function))
+    watch = HostCopies({id(view): key for key, view in buffers.views.items()})
     try:
-        with ledger:
+        with watch, ledger:
             fn(*args)
         cuda.synchronize()
     except NotImplementedError:
@@ -234,7 +211,43 @@ def _run(exercise: Exercise, fn: Callable[..., Any], inputs: Inputs, n: int,
             f"(the last is {size - 1}). Add a bounds guard, `if i < out.size:`, or check the one "
             "you have (`<`, not `<=`)"
         ) from None
+    _check_host_copies(exercise, watch, n)
     return buffers, ledger
+
+
+def _check_host_copies(exercise: Exercise, watch: HostCopies, n: int) -> None:
+    """Reject a result that came from the host: the inputs are on the device already."""
+    if n < 2:  # at n = 1 a one-number helper array (a maximum, say) is as large as the problem
+        return
+    copies = watch.from_host(n)
+    if not copies:
+        return
+    into = [c for c in copies if c.target in exercise.written]
+    first = into[0] if into else copies[0]
+    read = sorted({c.target for c in watch.to_host(n) if c.target and c.target not in exercise.written})
+    first_read = f"; it copied {_names(read)} to the host first" if read else ""
+    inputs = [a for a in exercise.args if a not in exercise.written]
+    if into:
+        opening = (
+            f"`{first.target}` was written by a copy from the host (`{first.how}`, {first.elements} elements), "
+            "not by your kernel"
+        )
+    else:
+        opening = (
+            f"`{exercise.written[0]}` was not written by your kernel from the inputs: your function copied "
+            f"{first.elements} elements from the host to the device (`{first.how}`), and a kernel only passed "
+            "them on"
+        )
+    raise CheckFailed(
+        f"{opening}{first_read}. The values were computed on the host. The inputs are on the device already: "
+        f"compute the result in your own `@cuda.jit` kernel, reading {_names(inputs)} there, with no copy "
+        "between host and device"
+    )
+
+
+def _names(names: Sequence[str]) -> str:
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
 # --- judging what came back --------------------------------------------------------
@@ -298,6 +311,9 @@ def _judge(exercise: Exercise, inputs: Inputs, buffers: _Buffers, n: int) -> Non
             what = "was never updated"
             held = "the value from before the call"
         if missing.size:
+            duplicates = _duplicate_writes(name, got[name], value, scale, missing)
+            if duplicates:
+                raise CheckFailed(duplicates)
             i = int(missing[-1]) if missing[-1] == n - 1 else int(missing[0])
             blocks = blocks_for(n)
             raise CheckFailed(
@@ -338,6 +354,45 @@ def _judge(exercise: Exercise, inputs: Inputs, buffers: _Buffers, n: int) -> Non
     raise _WrongValues(
         f"element {i} of `{name}` is {got[name][i]:.7g}, expected {value[i]:.7g} "
         f"({bad.size} of {n} elements are wrong at n = {n}; the inputs there: {_where(inputs, i)})"
+    )
+
+
+def _duplicate_writes(name: str, got: np.ndarray, value: np.ndarray, scale: np.ndarray,
+                      missing: np.ndarray, tried: int = 64) -> str | None:
+    """When some elements were never written, name the threads that wrote another element instead.
+
+    A written element that holds the result of *another* element (matched by value,
+    unambiguously) was written by that element's thread.  If every such match fits
+    ``k = j // r``, then threads ``r k ... r k + r - 1`` all wrote element ``k``.
+    Read from the values alone, so the message is the same on every backend.
+    """
+    n = got.size
+    written = np.setdiff1d(np.arange(n), missing)
+    own = _close(got, value, scale, got.dtype)
+    foreign = [int(k) for k in written if not own[k]][:tried]
+    sources: dict[int, int] = {}
+    tolerance = _tolerance(scale, got.dtype)
+    for k in foreign:
+        candidates = np.flatnonzero(np.abs(value - float(got[k])) <= tolerance)
+        if candidates.size == 1:
+            sources[k] = int(candidates[0])
+    if not sources:
+        return None
+    for r in (2, 3, 4, 8, 16):
+        if all(j // r == k for k, j in sources.items()):
+            k = next((k for k in sources if k > 0 and r * k + r <= n), next(iter(sources)))
+            threads = [str(t) for t in range(r * k, min(r * k + r, n))]
+            listed = threads[0] if len(threads) == 1 else ", ".join(threads[:-1]) + " and " + threads[-1]
+            return (
+                f"{name}[{k}] was written by threads {listed} (it holds the result of element {sources[k]}), and "
+                f"{missing.size} of {n} elements of `{name}` were never written: several threads wrote the same "
+                f"element, as `{name}[i // {r}]` does. Each thread must write the element it computed, `{name}[i]`"
+            )
+    k, j = next(iter(sources.items()))
+    return (
+        f"{name}[{k}] holds the result of element {j}: the thread for element {j} wrote {name}[{k}] instead of "
+        f"{name}[{j}], so some elements were written by more than one thread and {missing.size} of {n} were never "
+        f"written. Each thread must write the element it computed, `{name}[i]`"
     )
 
 
@@ -431,288 +486,45 @@ def grade(exercise: Exercise, fn: Callable[..., Any], sizes: Sequence[int] | Non
     return Grade(exercise.number, sizes, ledger, trips, per_element, exercise.trips, exercise.bytes_per_element)
 
 
-def _signed(rng: np.random.Generator, n: int, spread: float = 1.0) -> np.ndarray:
-    """Normal values, about half of them negative, in float32."""
-    return rng.normal(0.0, spread, n).astype(np.float32)
 
 
-def _scalar(rng: np.random.Generator, low: float, high: float) -> np.float32:
-    return np.float32(rng.uniform(low, high))
 
-
-def _f64(x: Any) -> Any:
-    return np.asarray(x, dtype=np.float64) if isinstance(x, np.ndarray) else float(x)
-
-
-# --- exercise 1: SAXPY then ReLU --------------------------------------------------
-
-
-def _draw_1(n: int, rng: np.random.Generator) -> Inputs:
-    a = np.float32(rng.choice([-1.0, 1.0]) * rng.uniform(0.5, 2.0))
-    return {"a": a, "x": _signed(rng, n), "y": _signed(rng, n)}
-
-
-def _expect_1(v: Inputs) -> Expected:
-    a, x, y = _f64(v["a"]), _f64(v["x"]), _f64(v["y"])
-    return {"out": (np.maximum(a * x + y, 0.0), np.abs(a * x) + np.abs(y))}
-
-
-def _alt(fn: Callable[[Inputs], np.ndarray], name: str = "out") -> Callable[[Inputs], dict[str, np.ndarray]]:
-    return lambda v: {name: fn({k: _f64(x) for k, x in v.items()})}
-
-
-EXERCISE_1 = Exercise(
-    number=1,
-    function="saxpy_relu",
-    args=("a", "x", "y", "out"),
-    outputs=("out",),
-    in_place=(),
-    draw=_draw_1,
-    expect=_expect_1,
-    trips=2,
-    bytes_per_element=12,
-    budget_hint="Do the scaling, the addition and the ReLU in one kernel: read x and y once, "
-    "keep a * x and a * x + y in registers, write out once.",
-    alternatives=(
-        Alternative(
-            _alt(lambda v: v["a"] * v["x"] + v["y"]),
-            "your values are right where a * x + y is positive but not where it is negative: "
-            "apply the ReLU, `max(a * x[i] + y[i], 0)`",
-        ),
-        Alternative(
-            _alt(lambda v: np.maximum(v["a"] * v["x"], 0.0) + v["y"]),
-            "you applied the ReLU before adding y (max(a * x, 0) + y): add first, then take "
-            "`max(..., 0)` of the sum",
-        ),
-        Alternative(
-            _alt(lambda v: np.maximum(v["a"] * v["y"] + v["x"], 0.0)),
-            "your result matches max(a * y + x, 0): x and y are swapped (a check with equal x and "
-            "y would not have noticed)",
-        ),
-    ),
-)
-
-
-# --- exercise 2: the elementwise tail of a layer norm ------------------------------
-
-
-def _draw_2(n: int, rng: np.random.Generator) -> Inputs:
-    return {
-        "x": (rng.normal(0.3, 2.0, n)).astype(np.float32),
-        "mean": _scalar(rng, -0.5, 0.5),
-        "inv_std": _scalar(rng, 0.4, 1.5),
-        "gamma": rng.uniform(0.5, 1.5, n).astype(np.float32) * rng.choice([-1, 1], n).astype(np.float32),
-        "beta": _signed(rng, n, 0.5),
-    }
-
-
-def _expect_2(v: Inputs) -> Expected:
-    x, m, s, g, b = (_f64(v[k]) for k in ("x", "mean", "inv_std", "gamma", "beta"))
-    scale = (np.abs(x) + abs(m)) * s * np.abs(g) + np.abs(b)
-    return {"out": ((x - m) * s * g + b, scale)}
-
-
-EXERCISE_2 = Exercise(
-    number=2,
-    function="normalize_fused",
-    args=("x", "mean", "inv_std", "gamma", "beta", "out"),
-    outputs=("out",),
-    in_place=(),
-    draw=_draw_2,
-    expect=_expect_2,
-    trips=2,
-    bytes_per_element=16,
-    budget_hint="All four operations belong in one kernel: read x, gamma and beta once and write "
-    "out once; mean and inv_std are scalars and cost no trip.",
-    alternatives=(
-        Alternative(
-            _alt(lambda v: ((v["x"] - v["mean"]) * v["inv_std"] + v["beta"]) * v["gamma"]),
-            "you added beta before multiplying by gamma: the order is subtract the mean, "
-            "multiply by inv_std, multiply by gamma, then add beta",
-        ),
-        Alternative(
-            _alt(lambda v: (v["x"] - v["mean"] * v["inv_std"]) * v["gamma"] + v["beta"]),
-            "your result matches (x - mean * inv_std) * gamma + beta: multiplication binds tighter "
-            "than subtraction, so write `(x[i] - mean) * inv_std`",
-        ),
-        Alternative(
-            _alt(lambda v: (v["x"] - v["mean"]) * v["inv_std"] * v["gamma"][0] + v["beta"][0]),
-            "gamma and beta hold one value per element: read gamma[i] and beta[i], not gamma[0] and "
-            "beta[0] (a freshly initialised layer, gamma all ones and beta all zeros, would hide this)",
-        ),
-    ),
-)
-
-
-# --- exercise 3: SGD with momentum and weight decay ---------------------------------
-
-
-def _draw_3(n: int, rng: np.random.Generator) -> Inputs:
-    return {
-        "param": _signed(rng, n),
-        "grad": _signed(rng, n),
-        "velocity": _signed(rng, n, 0.5),
-        "lr": _scalar(rng, 0.05, 0.5),
-        "momentum": _scalar(rng, 0.5, 0.95),
-        "weight_decay": _scalar(rng, 0.02, 0.2),
-    }
-
-
-def _sgd(p: Any, g: Any, v: Any, lr: float, mu: float, wd: float) -> tuple[Any, Any]:
-    velocity = mu * v + (g + wd * p)
-    return p - lr * velocity, velocity
-
-
-def _step(p: Any, lr: float, velocity: Any) -> tuple[Any, Any]:
-    """A step with a given new velocity: (new param, new velocity)."""
-    return p - lr * velocity, velocity
-
-
-def _expect_3(v: Inputs) -> Expected:
-    p, g, vel, lr, mu, wd = (_f64(v[k]) for k in ("param", "grad", "velocity", "lr", "momentum", "weight_decay"))
-    new_p, new_v = _sgd(p, g, vel, lr, mu, wd)
-    v_scale = np.abs(mu * vel) + np.abs(g) + np.abs(wd * p)
-    return {"param": (new_p, np.abs(p) + lr * v_scale), "velocity": (new_v, v_scale)}
-
-
-def _alt_3(update: Callable[..., tuple[Any, Any]]) -> Callable[[Inputs], dict[str, np.ndarray]]:
-    def outputs(v: Inputs) -> dict[str, np.ndarray]:
-        p, g, vel, lr, mu, wd = (_f64(v[k]) for k in ("param", "grad", "velocity", "lr", "momentum", "weight_decay"))
-        new_p, new_v = update(p, g, vel, lr, mu, wd)
-        return {"param": new_p, "velocity": new_v}
-
-    return outputs
-
-
-EXERCISE_3 = Exercise(
-    number=3,
-    function="sgd_momentum_step",
-    args=("param", "grad", "velocity", "lr", "momentum", "weight_decay"),
-    outputs=(),
-    in_place=("param", "velocity"),
-    draw=_draw_3,
-    expect=_expect_3,
-    trips=2,
-    bytes_per_element=20,
-    budget_hint="One kernel can do the whole step: read param, grad and velocity once, compute the "
-    "new velocity and the new param in registers, write both once.",
-    alternatives=(
-        Alternative(
-            _alt_3(lambda p, g, v, lr, mu, wd: (p - lr * v, mu * v + g + wd * p)),
-            "your `param` was updated with the velocity from before this step: compute the new "
-            "velocity first, then use it in `param - lr * velocity`",
-        ),
-        Alternative(
-            _alt_3(lambda p, g, v, lr, mu, wd: _step(p, lr, mu * v + g + wd * g)),
-            "weight decay scales the parameter, not the gradient: add `weight_decay * param[i]` to "
-            "the gradient (with param equal to grad, as in a uniform test, you could not tell)",
-        ),
-        Alternative(
-            _alt_3(lambda p, g, v, lr, mu, wd: _step(p, lr, mu * v + g)),
-            "your step has no weight decay: the gradient is `grad[i] + weight_decay * param[i]`",
-        ),
-        Alternative(
-            _alt_3(lambda p, g, v, lr, mu, wd: _step(p, -lr, mu * v + g + wd * p)),
-            "you moved `param` uphill: subtract `lr * velocity`, do not add it",
-        ),
-    ),
-)
-
-
-# --- exercise 4: normalise by the largest magnitude ----------------------------------
-
-
-def _draw_4(n: int, rng: np.random.Generator) -> Inputs:
-    x = _signed(rng, n)
-    if n > 1:
-        # The largest magnitude sits in the last element, and is negative: a kernel that
-        # divides before the maximum is complete, that takes a maximum per block, or that
-        # forgets the absolute value, gets most elements wrong.
-        x[-1] = -np.float32(np.abs(x).max() * rng.uniform(1.5, 3.0))
-    return {"x": x}
-
-
-def _expect_4(v: Inputs) -> Expected:
-    x = _f64(v["x"])
-    m = np.abs(x).max()
-    return {"out": (x / m, np.abs(x / m))}
-
-
-def _diagnose_4(v: Inputs, name: str, got: np.ndarray, want: np.ndarray, bad: np.ndarray) -> str | None:
-    m = float(np.abs(_f64(v["x"])).max())
-    g, w = got[bad].astype(np.float64), want[bad]
-    if np.all(np.isinf(g)):
-        i = int(bad[0])
-        return (
-            f"element {i} of `out` is {got[i]}, expected {want[i]:.7g}: x was divided by zero on "
-            f"{bad.size} of {got.size} elements, so the maximum was still 0 when the division ran. "
-            "Does your first pass run before the division, and does every element, the last one "
-            "included, take part in it?"
-        )
-    if np.all(np.isfinite(g)) and np.all(np.sign(g) == np.sign(w)) and np.all(np.abs(g) > np.abs(w)):
-        i = int(bad[0])
-        return (
-            f"element {i} of `out` is {got[i]:.7g}, expected {want[i]:.7g}: it was divided by about "
-            f"{abs(float(v['x'][i]) / float(got[i])):.6g}, less than the largest |x| ({m:.6g}), on "
-            f"{bad.size} of {got.size} elements. Either some element never took part in the maximum (check "
-            "the loop and the guard of your first pass), or a block divided by the maximum of its own "
-            "elements, or before the maximum was complete: the maximum needs every element, blocks "
-            "cannot wait for each other, so find it in one launch and divide in the next"
-        )
-    return None
-
-
-EXERCISE_4 = Exercise(
-    number=4,
-    function="normalize_by_max",
-    args=("x", "out"),
-    outputs=("out",),
-    in_place=(),
-    draw=_draw_4,
-    expect=_expect_4,
-    trips=3,
-    bytes_per_element=12,
-    budget_hint="Two passes are enough: the first reads x and keeps only the running maximum (one "
-    "number, not an array of |x|), the second reads x again and writes out.",
-    alternatives=(
-        Alternative(
-            _alt(lambda v: v["x"] / np.max(v["x"])),
-            "your result matches x / max(x): normalise by the largest magnitude, max(|x|), so that "
-            "a large negative value counts (take `abs(x[i])` before the maximum)",
-        ),
-    ),
-    diagnose=_diagnose_4,
-)
-
-EXERCISES = {1: EXERCISE_1, 2: EXERCISE_2, 3: EXERCISE_3, 4: EXERCISE_4}
-
-
-def _check(number: int, fn: Callable[..., Any], sizes: Sequence[int] | None, seed: int | None) -> None:
+def check(number: int, fn: Callable[..., Any], *, sizes: Sequence[int] | None = None,
+          seed: int | None = None) -> None:
+    """Grade exercise ``number`` with the function you wrote; print one line, or raise :class:`CheckFailed`."""
+    if number not in EXERCISES:
+        raise ValueError(f"there is no exercise {number!r}; the exercises are {sorted(EXERCISES)}")
     print(grade(EXERCISES[number], fn, sizes, seed).summary())
 
 
 def check_exercise_1(saxpy_relu: Callable[..., Any], *, sizes: Sequence[int] | None = None,
                      seed: int | None = None) -> None:
     """``saxpy_relu(a, x, y, out)`` must write ``max(a * x + y, 0)`` in 2 trips."""
-    return _check(1, saxpy_relu, sizes, seed)
+    return check(1, saxpy_relu, sizes=sizes, seed=seed)
 
 
 def check_exercise_2(normalize_fused: Callable[..., Any], *, sizes: Sequence[int] | None = None,
                      seed: int | None = None) -> None:
     """``normalize_fused(x, mean, inv_std, gamma, beta, out)``: ``(x - mean) * inv_std * gamma + beta`` in 2 trips."""
-    return _check(2, normalize_fused, sizes, seed)
+    return check(2, normalize_fused, sizes=sizes, seed=seed)
 
 
 def check_exercise_3(sgd_momentum_step: Callable[..., Any], *, sizes: Sequence[int] | None = None,
                      seed: int | None = None) -> None:
     """``sgd_momentum_step(param, grad, velocity, lr, momentum, weight_decay)`` updates both in place, 2 trips."""
-    return _check(3, sgd_momentum_step, sizes, seed)
+    return check(3, sgd_momentum_step, sizes=sizes, seed=seed)
 
 
 def check_exercise_4(normalize_by_max: Callable[..., Any], *, sizes: Sequence[int] | None = None,
                      seed: int | None = None) -> None:
     """``normalize_by_max(x, out)`` writes ``x / max(|x|)`` in 3 trips to the n-element arrays."""
-    return _check(4, normalize_by_max, sizes, seed)
+    return check(4, normalize_by_max, sizes=sizes, seed=seed)
+
+
+def check_exercise_5(adamw_step: Callable[..., Any], *, sizes: Sequence[int] | None = None,
+                     seed: int | None = None) -> None:
+    """``adamw_step(param, grad, m, v, lr, beta1, beta2, eps, weight_decay, step)``: param, m, v in place, 2 trips."""
+    return check(5, adamw_step, sizes=sizes, seed=seed)
 
 
 # --- predictions --------------------------------------------------------------------
@@ -732,16 +544,18 @@ def _measure(exercise: Exercise, fn: Callable[..., Any], n: int, name: str) -> t
     return ledger, trips, per_element
 
 
-def check_prediction_2(normalize_unfused: Callable[..., Any], *, unfused_trips: Any, unfused_bytes_per_element: Any,
-                       fused_trips: Any, fused_bytes_per_element: Any) -> Ledger:
-    """Compare the predicted trips and bytes with the ledger of the four-kernel pipeline and the fused budget."""
+def _check_prediction(exercise: Exercise, unfused: Callable[..., Any], unfused_trips: Any,
+                      unfused_bytes_per_element: Any, fused_trips: Any, fused_bytes_per_element: Any) -> Ledger:
+    """Compare four predicted numbers with the ledger of the given pipeline and the fused budget."""
     _require_numbers({
         "unfused_trips": unfused_trips,
         "unfused_bytes_per_element": unfused_bytes_per_element,
         "fused_trips": fused_trips,
         "fused_bytes_per_element": fused_bytes_per_element,
     })
-    ledger, trips, per_element = _measure(EXERCISE_2, normalize_unfused, check_sizes()[-1], "unfused")
+    n = check_sizes()[-1]
+    ledger, trips, per_element = _measure(exercise, unfused, n, "unfused")
+    numbers = [k for k, v in exercise.draw(2, np.random.default_rng(0)).items() if not isinstance(v, np.ndarray)]
     launches = len(ledger.launches)
     problems = []
     if unfused_trips != trips:
@@ -753,14 +567,15 @@ def check_prediction_2(normalize_unfused: Callable[..., Any], *, unfused_trips: 
         problems.append(
             f"you predicted {unfused_bytes_per_element} bytes per element for the {launches} kernels; the "
             f"ledger counted {_num(per_element)}: add 4 bytes (float32) for every array element each "
-            "kernel reads or writes; mean and inv_std are scalars, passed with the launch, and cost nothing"
+            f"kernel reads or writes; {_names(numbers)} {'is a number' if len(numbers) == 1 else 'are numbers'}, "
+            "passed with the launch, and cost nothing"
         )
-    if fused_trips != EXERCISE_2.trips:
+    if fused_trips != exercise.trips:
         problems.append(
-            f"you predicted {fused_trips} trips for one fused kernel; it needs {EXERCISE_2.trips}: one to "
-            "read its inputs, one to write its output"
+            f"you predicted {fused_trips} trips for one fused kernel; it needs {exercise.trips}: one to "
+            "read its inputs, one to write its outputs"
         )
-    if not math.isclose(fused_bytes_per_element, EXERCISE_2.bytes_per_element):
+    if not math.isclose(fused_bytes_per_element, exercise.bytes_per_element):
         problems.append(
             f"you predicted {fused_bytes_per_element} bytes per element fused; which arrays must still be "
             "read from memory, and which written, once the intermediates stay in registers?"
@@ -769,9 +584,23 @@ def check_prediction_2(normalize_unfused: Callable[..., Any], *, unfused_trips: 
         raise CheckFailed("; ".join(problems))
     print(
         f"your predictions match: {launches} kernels make {trips} trips and move {_num(per_element)} bytes "
-        f"per element; fused, {EXERCISE_2.trips} trips and {_num(EXERCISE_2.bytes_per_element)} bytes"
+        f"per element; fused, {exercise.trips} trips and {_num(exercise.bytes_per_element)} bytes"
     )
     return ledger
+
+
+def check_prediction_2(normalize_unfused: Callable[..., Any], *, unfused_trips: Any, unfused_bytes_per_element: Any,
+                       fused_trips: Any, fused_bytes_per_element: Any) -> Ledger:
+    """Compare the predicted trips and bytes with the ledger of the four-kernel pipeline and the fused budget."""
+    return _check_prediction(EXERCISE_2, normalize_unfused, unfused_trips, unfused_bytes_per_element,
+                             fused_trips, fused_bytes_per_element)
+
+
+def check_prediction_5(adamw_step_unfused: Callable[..., Any], *, unfused_trips: Any, unfused_bytes_per_element: Any,
+                       fused_trips: Any, fused_bytes_per_element: Any) -> Ledger:
+    """Compare the predicted trips and bytes with the ledger of the given AdamW launches and the fused budget."""
+    return _check_prediction(EXERCISE_5, adamw_step_unfused, unfused_trips, unfused_bytes_per_element,
+                             fused_trips, fused_bytes_per_element)
 
 
 def check_prediction_4(*, minimal_trips: Any, minimal_bytes_per_element: Any) -> None:
@@ -781,8 +610,8 @@ def check_prediction_4(*, minimal_trips: Any, minimal_bytes_per_element: Any) ->
     if minimal_trips < EXERCISE_4.trips:
         problems.append(
             f"{minimal_trips} trips would mean each thread knows the maximum before it writes out[i]; "
-            "but the maximum depends on every element of x, and a thread cannot wait for the threads "
-            "of every other block: x has to be read a second time"
+            "but the maximum depends on every element of x, and in an ordinary launch a thread cannot "
+            "wait for the threads of every other block: x has to be read a second time"
         )
     elif minimal_trips > EXERCISE_4.trips:
         problems.append(

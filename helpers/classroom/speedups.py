@@ -1,0 +1,259 @@
+"""What fusing buys in each exercise, timed on a GPU: the given unfused pipeline against a fused one.
+
+In a notebook, after the check passes::
+
+    from helpers.classroom import speedups
+    speedups.show(1, saxpy_relu, saxpy_relu_unfused)
+
+On a GPU this times your fused function against the given unfused pipeline with
+CUDA events (:func:`helpers.timing.time_gpu`) and prints the speedup.  In the
+simulator nothing can be timed; it says so and prints the speedup of the
+reference solution measured on an H200 (the committed result, with its device and
+date).  That committed result is made by::
+
+    python -m helpers.classroom.speedups            # every exercise, n = 2^26, on a GPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, ClassVar, Sequence
+
+import numpy as np
+
+from ..backend import is_simulator
+from ..counting.ptx import CannotAttribute
+from ..device import device_name
+from ..ledger import Ledger
+from ..results import describe, environment_record, read_result, write_result
+from ..sizes import GPU_DEFAULT_SIZE
+from ..timing import SIMULATOR_MESSAGE, format_ms, time_gpu
+from .exercise import Exercise
+from .exercises import EXERCISES
+from .reference import reference_functions
+
+SIMULATOR_CANNOT_TIME = (
+    "The simulator cannot time kernels: it runs every GPU thread as Python code, so a time measured "
+    "here would say nothing about a GPU. Run this notebook on a GPU to time your own kernel."
+)
+
+
+@dataclass
+class ExerciseTiming:
+    """One exercise timed on a GPU: the given unfused pipeline against a fused solution."""
+
+    exercise: int
+    title: str
+    n: int
+    unfused_launches: int
+    unfused_us: float
+    fused_us: float
+    unfused_bytes_per_element: float | None  # counted by the ledger (None if it could not count)
+    fused_bytes_per_element: float | None
+    repeats: int
+
+    @property
+    def speedup(self) -> float:
+        return self.unfused_us / self.fused_us
+
+    @property
+    def bytes_ratio(self) -> float | None:
+        """The speedup the bytes predict (unfused bytes over fused bytes)."""
+        if not self.unfused_bytes_per_element or not self.fused_bytes_per_element:
+            return None
+        return self.unfused_bytes_per_element / self.fused_bytes_per_element
+
+
+@dataclass
+class ExerciseSpeedups:
+    """The reference solutions of every exercise, timed on one GPU."""
+
+    SCHEMA: ClassVar[str] = "exercise_speedups"
+    VERSION: ClassVar[int] = 1
+    rows: list[ExerciseTiming]
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    def row(self, exercise: int) -> ExerciseTiming | None:
+        return next((r for r in self.rows if r.exercise == exercise), None)
+
+
+def _save(record: ExerciseSpeedups) -> Any:
+    rows = [{**asdict(r), "speedup": r.speedup, "bytes_ratio": r.bytes_ratio} for r in record.rows]
+    return write_result(record.SCHEMA, {"schema_version": record.VERSION, "rows": rows})
+
+
+def load() -> ExerciseSpeedups | None:
+    """The committed GPU result, or None when there is none yet."""
+    try:
+        raw = read_result(ExerciseSpeedups.SCHEMA)
+    except FileNotFoundError:
+        return None
+    if raw.get("schema_version") != ExerciseSpeedups.VERSION:
+        raise ValueError(
+            f"results/h200/{ExerciseSpeedups.SCHEMA}.json has schema_version {raw.get('schema_version')!r}; "
+            f"this code reads version {ExerciseSpeedups.VERSION}: re-run `python -m helpers.classroom.speedups` on a GPU"
+        )
+    names = {f for f in ExerciseTiming.__dataclass_fields__}
+    try:
+        rows = [ExerciseTiming(**{k: v for k, v in r.items() if k in names}) for r in raw["rows"]]
+    except TypeError as error:
+        raise ValueError(f"results/h200/{ExerciseSpeedups.SCHEMA}.json: a row does not fit ExerciseTiming ({error})") from None
+    return ExerciseSpeedups(rows, raw["environment"])
+
+
+# --- measuring -------------------------------------------------------------------------
+
+
+def _device_inputs(exercise: Exercise, n: int) -> list[Any]:
+    from numba import cuda
+
+    inputs = exercise.draw(n, np.random.default_rng())
+    for name in exercise.outputs:
+        inputs[name] = np.zeros(n, np.float32)
+    return [cuda.to_device(inputs[a]) if isinstance(inputs[a], np.ndarray) else inputs[a] for a in exercise.args]
+
+
+def _bytes_per_element(fn: Callable[..., Any], args: Sequence[Any], n: int) -> tuple[int, float | None]:
+    """Launches and bytes per element to the n-element arrays, from the ledger (None if it cannot count)."""
+    with Ledger("timed") as ledger:
+        fn(*args)
+    try:
+        ledger.require_counted()
+        moved = sum(a.bytes_read + a.bytes_written for launch in ledger.launches for a in launch.arrays if a.size == n)
+        return len(ledger.launches), moved / n
+    except CannotAttribute as error:
+        print(f"(the ledger could not count {getattr(fn, '__name__', 'a pipeline')}: {error})")
+        return len(ledger.launches), None
+
+
+def measure(number: int, fused: Callable[..., Any], unfused: Callable[..., Any], n: int = GPU_DEFAULT_SIZE,
+            repeats: int = 20) -> ExerciseTiming | None:
+    """Time ``unfused`` and ``fused`` for exercise ``number`` at ``n`` elements; None in the simulator."""
+    if is_simulator():
+        print(SIMULATOR_MESSAGE)
+        return None
+    exercise = EXERCISES[number]
+    args = _device_inputs(exercise, n)
+    launches, unfused_bytes = _bytes_per_element(unfused, args, n)
+    _, fused_bytes = _bytes_per_element(fused, args, n)
+    times = {}
+    for label, fn in (("unfused", unfused), ("fused", fused)):
+        timing = time_gpu(lambda: fn(*args), label=label, repeats=repeats)
+        times[label] = timing.median_ms * 1e3
+    return ExerciseTiming(number, exercise.title, n, launches, times["unfused"], times["fused"], unfused_bytes,
+                          fused_bytes, repeats)
+
+
+def measure_references(numbers: Sequence[int], n: int = GPU_DEFAULT_SIZE, repeats: int = 20) -> ExerciseSpeedups:
+    """Time every reference solution against its given unfused pipeline."""
+    rows = []
+    for number in numbers:
+        exercise = EXERCISES[number]
+        try:
+            unfused, fused = reference_functions(number, exercise.unfused, exercise.function)
+        except (FileNotFoundError, AttributeError) as error:
+            print(f"exercise {number} skipped: {error}")
+            continue
+        row = measure(number, fused, unfused, n, repeats)
+        if row is not None:
+            rows.append(row)
+    return ExerciseSpeedups(rows, environment_record())
+
+
+# --- showing ---------------------------------------------------------------------------
+
+
+def _size(n: int) -> str:
+    k = int(np.log2(n))
+    return f"2^{k}" if 2**k == n else f"{n:,}"
+
+
+def _line(row: ExerciseTiming, whose: str) -> str:
+    predicted = f" (the bytes predict {row.bytes_ratio:.2f}x)" if row.bytes_ratio else ""
+    return (
+        f"{whose}: {format_ms(row.fused_us / 1e3)} fused against {format_ms(row.unfused_us / 1e3)} for the given "
+        f"{row.unfused_launches}-launch version, at n = {_size(row.n)}: {row.speedup:.2f}x faster{predicted}"
+    )
+
+
+def committed_line(number: int) -> str:
+    """The committed GPU figure of exercise ``number``'s reference solution, labelled with where it was measured."""
+    record = load()
+    row = record.row(number) if record else None
+    if row is None:
+        return (
+            "No GPU measurement of this exercise is committed yet (`python -m helpers.classroom.speedups` "
+            "on a GPU makes one)."
+        )
+    return _line(row, f"The reference solution on an {describe({'environment': record.environment})}")
+
+
+def show(number: int, fused: Callable[..., Any], unfused: Callable[..., Any], n: int | None = None) -> ExerciseTiming | None:
+    """Print the speedup of your fused function over the given unfused one: measured on a GPU, committed otherwise."""
+    if not callable(fused) or not callable(unfused):
+        raise TypeError("pass your fused function and the given unfused one, e.g. `show(1, saxpy_relu, saxpy_relu_unfused)`")
+    if is_simulator():
+        print(SIMULATOR_CANNOT_TIME)
+        print(committed_line(number))
+        return None
+    row = measure(number, fused, unfused, n or GPU_DEFAULT_SIZE)
+    env = environment_record()
+    print(_line(row, f"Your kernel, measured now on {device_name()}, {env['date'][:10]}"))
+    print(committed_line(number))
+    return row
+
+
+def table(record: ExerciseSpeedups) -> str:
+    """The measured speedups as a small text table."""
+    lines = [f"{'exercise':<28} {'n':>6} {'unfused':>10} {'fused':>10} {'speedup':>8} {'bytes':>6}"]
+    for r in record.rows:
+        ratio = f"{r.bytes_ratio:.2f}x" if r.bytes_ratio else "-"
+        lines.append(
+            f"{str(r.exercise) + ' ' + r.title:<28} {_size(r.n):>6} {format_ms(r.unfused_us / 1e3):>10} "
+            f"{format_ms(r.fused_us / 1e3):>10} {r.speedup:>7.2f}x {ratio:>6}"
+        )
+    return "\n".join(lines)
+
+
+def _parse_size(text: str) -> int:
+    try:
+        value = int(text.split("^")[0]) ** int(text.split("^")[1]) if "^" in text else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a size is a number of elements like 67108864 or 2^26, not {text!r}") from None
+    if value < 1 or value > 2**29:
+        raise argparse.ArgumentTypeError(f"a size must be between 1 and 2^29 elements, got {text}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.classroom.speedups",
+        description="Time every exercise's reference solution against its given unfused pipeline on a GPU, "
+        "and write results/<device>/exercise_speedups.json.",
+    )
+    parser.add_argument("--size", type=_parse_size, default=GPU_DEFAULT_SIZE, help="elements per array (default 2^26)")
+    parser.add_argument("--repeats", type=int, default=20, help="timed repeats per pipeline (default 20)")
+    parser.add_argument("--exercises", default=",".join(str(k) for k in sorted(EXERCISES)),
+                        help="comma-separated exercise numbers (default: all)")
+    args = parser.parse_args(argv)
+    try:
+        numbers = [int(k) for k in args.exercises.split(",") if k.strip()]
+    except ValueError:
+        parser.error(f"--exercises takes numbers like 1,2,5, not {args.exercises!r}")
+    unknown = [k for k in numbers if k not in EXERCISES]
+    if unknown:
+        parser.error(f"no exercise {unknown[0]}; the exercises are {sorted(EXERCISES)}")
+    if is_simulator():
+        print(SIMULATOR_CANNOT_TIME)
+        return 1
+    record = measure_references(numbers, args.size, args.repeats)
+    path = _save(record)
+    print(table(record))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
