@@ -220,7 +220,7 @@ def test_prediction_2_is_compared_with_the_measured_ledger(capsys):
                                    fused_trips=1, fused_bytes_per_element=20)
     message = str(failure.value)
     assert "you predicted 3 trips for the 3 kernels; the ledger counted 6" in message
-    assert "you predicted 40 bytes per element" in message and "mean and inv_std are scalars" in message
+    assert "you predicted 40 bytes per element" in message and "`mean` and `inv_std` are numbers" in message
     assert "you predicted 1 trips for one fused kernel; it needs 2" in message
     assert "you predicted 20 bytes per element fused" in message
 

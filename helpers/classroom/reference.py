@@ -37,11 +37,12 @@ def _definitions_only(source: str) -> bool:
     except SyntaxError:
         return False
     kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
-    return bool(tree.body) and all(isinstance(node, kinds) for node in tree.body)
+    constant = lambda node: isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)  # noqa: E731
+    return bool(tree.body) and all(isinstance(node, kinds) or constant(node) for node in tree.body)
 
 
 def solution_code(path: Path) -> str:
-    """The imports and definitions of a source notebook, solutions filled in."""
+    """The imports, definitions and constants of a source notebook, solutions filled in."""
     notebook = json.loads(path.read_text())
     cells = []
     for cell in notebook["cells"]:

@@ -121,7 +121,7 @@ def _bytes_per_element(fn: Callable[..., Any], args: Sequence[Any], n: int) -> t
         fn(*args)
     try:
         ledger.require_counted()
-        moved = sum(a.bytes_read + a.bytes_written for launch in ledger.launches for a in launch.arrays if a.size == n)
+        moved = sum(a.bytes_read + a.bytes_written for launch in ledger.launches for a in launch.counted_arrays() if a.size == n)
         return len(ledger.launches), moved / n
     except CannotAttribute as error:
         print(f"(the ledger could not count {getattr(fn, '__name__', 'a pipeline')}: {error})")

@@ -61,8 +61,8 @@ EXERCISE = Exercise(
     expect=_expect_4,
     trips=3,
     bytes_per_element=12,
-    budget_hint="Two passes are enough: the first reads x and keeps only the running maximum (one "
-    "number, not an array of |x|), the second reads x again and writes out.",
+    budget_hint="Two passes are enough: the first reads x and keeps only running maxima (one number "
+    "per block, not an array of |x|), the second reads x again and writes out.",
     alternatives=(
         Alternative(
             alt(lambda v: v["x"] / np.max(v["x"])),
