@@ -18,7 +18,8 @@ writes them.  From it this script writes
 It writes only into those two folders.  Every notebook it writes records, in its
 metadata, a checksum of its cells' sources.  A notebook whose cells no longer match
 its checksum was edited after it was generated (a student's work, say), and is
-never overwritten without ``--force``.  A notebook that is already up to date is
+never overwritten without ``--force``; nor is a student notebook that was only
+*run* (it holds outputs the student may want to keep).  A notebook that is already up to date is
 not touched, so solutions executed in place keep their outputs.
 """
 
@@ -152,7 +153,17 @@ def edited(path: Path) -> str | None:
         return "it was not written by this script (no release checksum in its metadata)"
     if record["content_sha256"] != content_hash(existing):
         return "its cells were edited after it was generated"
+    if record.get("kind") == "student" and _was_run(existing):
+        return "it was run after it was generated (its outputs would be lost)"
     return None
+
+
+def _was_run(notebook: Any) -> bool:
+    """True when any code cell holds outputs or an execution count: someone ran the notebook."""
+    return any(
+        cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count") is not None)
+        for cell in notebook.cells
+    )
 
 
 def same_release(path: Path, notebook: Any) -> bool:

@@ -211,11 +211,11 @@ def _run(exercise: Exercise, fn: Callable[..., Any], inputs: Inputs, n: int,
             f"(the last is {size - 1}). Add a bounds guard, `if i < out.size:`, or check the one "
             "you have (`<`, not `<=`)"
         ) from None
-    _check_host_copies(exercise, watch, n)
+    _check_host_copies(exercise, watch, inputs, n)
     return buffers, ledger
 
 
-def _check_host_copies(exercise: Exercise, watch: HostCopies, n: int) -> None:
+def _check_host_copies(exercise: Exercise, watch: HostCopies, inputs: Inputs, n: int) -> None:
     """Reject a result that came from the host: the inputs are on the device already."""
     if n < 2:  # at n = 1 a one-number helper array (a maximum, say) is as large as the problem
         return
@@ -224,9 +224,9 @@ def _check_host_copies(exercise: Exercise, watch: HostCopies, n: int) -> None:
         return
     into = [c for c in copies if c.target in exercise.written]
     first = into[0] if into else copies[0]
-    read = sorted({c.target for c in watch.to_host(n) if c.target and c.target not in exercise.written})
-    first_read = f"; it copied {_names(read)} to the host first" if read else ""
-    inputs = [a for a in exercise.args if a not in exercise.written]
+    copied_back = {c.target for c in watch.to_host(n)}
+    read = [a for a in exercise.args if a in copied_back]
+    arrays = [a for a in exercise.args if isinstance(inputs.get(a), np.ndarray)]
     if into:
         opening = (
             f"`{first.target}` was written by a copy from the host (`{first.how}`, {first.elements} elements), "
@@ -238,10 +238,10 @@ def _check_host_copies(exercise: Exercise, watch: HostCopies, n: int) -> None:
             f"{first.elements} elements from the host to the device (`{first.how}`), and a kernel only passed "
             "them on"
         )
+    first_read = f"; it copied {_names(read)} to the host first: the work was done on the host" if read else ""
     raise CheckFailed(
-        f"{opening}{first_read}. The values were computed on the host. The inputs are on the device already: "
-        f"compute the result in your own `@cuda.jit` kernel, reading {_names(inputs)} there, with no copy "
-        "between host and device"
+        f"{opening}{first_read}. The arrays are on the device already: compute the result in your own "
+        f"`@cuda.jit` kernel from {_names(arrays)} on the device, with no copy between host and device"
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import linecache
 import types
 from pathlib import Path
 from typing import Any, Callable
@@ -59,8 +60,11 @@ def reference_module(number: int, folder: Path = SOURCES) -> types.ModuleType:
     """A module holding exercise ``number``'s given pipeline and reference solution."""
     path = source_path(number, folder)
     module = types.ModuleType(f"exercise_{number}_reference")
-    module.__file__ = str(path)
-    exec(compile(solution_code(path), str(path), "exec"), module.__dict__)  # noqa: S102 - the project's own notebook
+    code = solution_code(path)
+    filename = f"<reference solution of {path.name}>"
+    linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)  # so inspect finds it
+    module.__file__ = filename
+    exec(compile(code, filename, "exec"), module.__dict__)  # noqa: S102 - the project's own notebook
     return module
 
 

@@ -41,7 +41,7 @@ def _array_classes() -> list[type]:
 
 
 def _is_device(obj: Any) -> bool:
-    return cuda.is_cuda_array(obj) or hasattr(obj, "__cuda_array_interface__")
+    return isinstance(obj, tuple(_array_classes())) or hasattr(obj, "__cuda_array_interface__")
 
 
 @dataclass
