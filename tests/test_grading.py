@@ -11,7 +11,7 @@ from numba import cuda
 
 import helpers
 from helpers.checks import CheckFailed
-from helpers.classroom import grading
+from helpers.classroom import grading, reference
 from helpers.counting.ptx import CannotAttribute
 from helpers.ledger import Ledger
 from helpers.sizes import BLOCK_SIZE, blocks_for
@@ -231,11 +231,147 @@ def test_a_prediction_left_empty_is_named():
                                    fused_trips=..., fused_bytes_per_element=16)
 
 
-def test_prediction_4():
-    grading.check_prediction_4(minimal_trips=3, minimal_bytes_per_element=12)
+def test_prediction_4(capsys):
+    assert grading.check_prediction_4(minimal_trips=3, minimal_bytes_per_element=12) is None
+    assert capsys.readouterr().out.startswith("right: 3 trips and 12 bytes per element, against 2 trips")
     with pytest.raises(CheckFailed, match="cannot wait for the threads of every other block"):
         grading.check_prediction_4(minimal_trips=2, minimal_bytes_per_element=12)
     with pytest.raises(CheckFailed, match="keep a running maximum"):
         grading.check_prediction_4(minimal_trips=5, minimal_bytes_per_element=12)
     with pytest.raises(CheckFailed, match="does not match your trips"):
         grading.check_prediction_4(minimal_trips=3, minimal_bytes_per_element=16)
+
+
+# --- promises pinned: fresh inputs on every call, and the sizes tried ---------------------------
+
+
+class _Spy:
+    """A correct exercise-1 solution that remembers the inputs and sizes it was given."""
+
+    def __init__(self) -> None:
+        self.x: list[np.ndarray] = []
+        self.sizes: list[int] = []
+
+    def __call__(self, a, x, y, out):
+        self.x.append(x.copy_to_host())
+        self.sizes.append(out.size)
+        saxpy_relu(a, x, y, out)
+
+
+def test_every_grade_draws_fresh_inputs():
+    """Hard-wiring grade() to one seed would hand out the same inputs on every call."""
+    first, second = _Spy(), _Spy()
+    grading.grade(grading.EXERCISE_1, first)
+    grading.grade(grading.EXERCISE_1, second)
+    for a, b in zip(first.x, second.x):
+        assert not np.array_equal(a, b), f"the same {a.size} inputs were drawn twice"
+    seeded = [_Spy(), _Spy()]
+    for spy in seeded:
+        grading.grade(grading.EXERCISE_1, spy, seed=7)
+    assert all(np.array_equal(a, b) for a, b in zip(*(s.x for s in seeded))), "an explicit seed repeats the draw"
+
+
+def test_grade_tries_every_documented_size():
+    """The documented sizes: one element, less than a block, just past a block, several blocks."""
+    spy = _Spy()
+    result = grading.grade(grading.EXERCISE_1, spy)
+    assert tuple(spy.sizes) == result.sizes == grading.check_sizes()
+    assert set(grading.SIMULATOR_SIZES) >= {1, 100, 257, 1000}
+    if helpers.is_simulator():
+        assert grading.check_sizes() == (1, 100, 257, 1000)
+    else:
+        assert set(grading.check_sizes()) >= {1, 100, 257, 1000, 65_537, 1_048_579}
+
+
+def test_a_solution_right_only_at_small_sizes_fails():
+    """Pins the largest size: a kernel that covers at most 300 elements must fail at 1000."""
+
+    @cuda.jit
+    def capped(a, x, y, out):
+        i = cuda.grid(1)
+        if i < min(out.size, 300):
+            out[i] = max(a * x[i] + y[i], 0.0)
+
+    def saxpy_relu_capped(a, x, y, out):
+        capped[blocks_for(out.size), BLOCK_SIZE](a, x, y, out)
+
+    with pytest.raises(CheckFailed, match=r"element \d+ of `out` was never written \(700 of 1000"):
+        grading.grade(grading.EXERCISE_1, saxpy_relu_capped)
+
+
+# --- host cheats and duplicate writes ---------------------------------------------------------------
+
+
+def test_a_result_copied_from_the_host_is_rejected_whatever_the_kernel():
+    @cuda.jit
+    def nothing(out):
+        pass
+
+    def on_the_host(a, x, y, out):
+        out.copy_to_device(np.maximum(a * x.copy_to_host() + y.copy_to_host(), 0).astype(np.float32))
+        nothing[1, 1](out)
+
+    with pytest.raises(CheckFailed, match=r"`out` was written by a copy from the host .*not by your kernel") as failure:
+        grading.grade(grading.EXERCISE_1, on_the_host)
+    assert "it copied `x` and `y` to the host first" in str(failure.value)
+
+
+def test_the_copy_watch_restores_numba_and_ignores_small_helper_arrays():
+    from helpers.classroom.watch import HostCopies
+
+    before = (cuda.to_device,)
+    with HostCopies() as watch:
+        small = cuda.to_device(np.zeros(3, np.float32))
+        big = cuda.to_device(np.zeros(500, np.float32))
+        big.copy_to_device(np.ones(500, np.float32))
+        big.copy_to_device(small[:3].copy_to_host().repeat(167)[:500])
+        big.copy_to_host()
+    assert (cuda.to_device,) == before
+    assert [c.elements for c in watch.from_host(100)] == [500, 500, 500]
+    assert [c.elements for c in watch.to_host(100)] == [500]
+    with HostCopies() as quiet:
+        cuda.to_device(np.zeros(500, np.float32))
+    assert len(quiet.copies) == 1 and not watch.from_host(1000)
+
+
+def test_a_correct_solution_with_a_small_scratch_array_from_the_host_passes():
+    """A one-number helper array initialised from the host is not a host computation."""
+
+    def with_scratch(a, x, y, out):
+        cuda.to_device(np.zeros(1, np.float32))
+        saxpy_relu(a, x, y, out)
+
+    assert grading.grade(grading.EXERCISE_1, with_scratch).trips == 2
+
+
+def test_duplicate_writes_name_the_threads():
+    n = 10
+    value = np.arange(1.0, n + 1.0)
+    got = np.full(n, np.nan, np.float32)
+    got[: n // 2] = value[1::2]  # element k holds element 2k + 1's result
+    missing = np.arange(n // 2, n)
+    message = grading._duplicate_writes("out", got, value, np.ones(n), missing)
+    assert message.startswith("out[1] was written by threads 2 and 3 (it holds the result of element 3)")
+    assert "`out[i // 2]`" in message
+    got[: n // 2] = value[: n // 2]  # every written element holds its own value: nothing to say
+    assert grading._duplicate_writes("out", got, value, np.ones(n), missing) is None
+
+
+def test_check_by_number_and_unknown_numbers():
+    with pytest.raises(ValueError, match="there is no exercise 9"):
+        grading.check(9, saxpy_relu)
+
+
+def test_prediction_5_counts_the_given_launches(capsys):
+    module = reference.reference_module(5)
+    ledger = grading.check_prediction_5(module.adamw_step_unfused, unfused_trips=8, unfused_bytes_per_element=48,
+                                        fused_trips=2, fused_bytes_per_element=28)
+    assert len(ledger.launches) == 4
+    assert "your predictions match: 4 kernels make 8 trips and move 48 bytes" in capsys.readouterr().out
+    with pytest.raises(CheckFailed) as failure:
+        grading.check_prediction_5(module.adamw_step_unfused, unfused_trips=8, unfused_bytes_per_element=40,
+                                   fused_trips=2, fused_bytes_per_element=32)
+    message = str(failure.value)
+    assert "you predicted 40 bytes per element for the 4 kernels; the ledger counted 48" in message
+    assert "`lr`, `beta1`, `beta2`, `eps`, `weight_decay` and `step` are numbers" in message
+    assert "you predicted 32 bytes per element fused" in message
