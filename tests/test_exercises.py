@@ -305,3 +305,74 @@ def test_solution_kernels_can_be_counted_from_their_ptx(source, tmp_path):
         counts = count_global_accesses(kernel, args)
         assert not counts.unattributed, f"{kernel.fn.__name__}: {counts.unattributed}"
         assert counts.loads() >= 1 and counts.stores() >= 1
+
+
+# --- the payoff: what fusing buys, timed on a GPU ------------------------------------------------
+
+
+def test_speedups_in_the_simulator_say_they_cannot_time_and_show_the_committed_figure(capsys):
+    from helpers.classroom import speedups
+
+    if not helpers.is_simulator():
+        pytest.skip("on a GPU show() measures")
+    module = reference.reference_module(1)
+    assert speedups.show(1, module.saxpy_relu, module.saxpy_relu_unfused) is None
+    out = capsys.readouterr().out
+    assert out.startswith("The simulator cannot time kernels")
+    record = speedups.load()
+    if record is None or record.row(1) is None:
+        assert "No GPU measurement of this exercise is committed yet" in out
+    else:
+        row = record.row(1)
+        assert f"{row.speedup:.2f}x faster" in out and record.environment["device"] in out
+        assert record.environment["date"][:10] in out
+
+
+def test_speedups_measure_every_reference_with_a_stand_in_clock(monkeypatch, tmp_path, capsys):
+    """The GPU path, run in the simulator with a stand-in clock: the plumbing, the ledger's bytes, the record."""
+    from helpers import results, timing
+    from helpers.classroom import speedups
+
+    clock = {"unfused": 2.0, "fused": 0.8}
+    monkeypatch.setattr(speedups, "is_simulator", lambda: False)
+    monkeypatch.setattr(speedups, "time_gpu", lambda run, label="", repeats=1: (run(), timing.Timing(label, [clock[label]]))[1])
+    monkeypatch.setattr(speedups, "write_result", lambda name, payload: results.write_result(name, payload, tmp_path))
+    monkeypatch.setattr(speedups, "read_result", lambda name: results.read_result(name, tmp_path))
+    assert speedups.main(["--size", "300", "--repeats", "1"]) == 0
+    record = speedups.load()
+    assert [r.exercise for r in record.rows] == sorted(grading.EXERCISES)
+    for row in record.rows:
+        exercise = grading.EXERCISES[row.exercise]
+        assert row.speedup == pytest.approx(2.5) and row.n == 300
+        assert row.fused_bytes_per_element == exercise.bytes_per_element  # counted by the ledger
+        assert row.unfused_bytes_per_element > row.fused_bytes_per_element
+    assert "5 an AdamW step" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        speedups.main(["--exercises", "9"])
+
+
+def test_committed_speedups_are_consistent():
+    from helpers.classroom import speedups
+
+    record = speedups.load()
+    if record is None:
+        pytest.skip("no committed GPU result yet (scripts/gpu/75_exercise_speedups.sh makes it)")
+    assert "H200" in record.environment["device"]
+    for row in record.rows:
+        assert row.unfused_us > 0 and row.fused_us > 0
+        assert row.fused_bytes_per_element in (None, grading.EXERCISES[row.exercise].bytes_per_element)
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=[p.stem for p in SOURCES])
+def test_every_exercise_ends_with_its_payoff_and_keeps_graded_answers_out_of_its_summary(source):
+    number = int(source.name[:2])
+    exercise = grading.EXERCISES[number]
+    student = nbformat.read(release_exercises.release_paths(source, EXERCISES)["student"], 4)
+    code = [c.source for c in student.cells if c.cell_type == "code"]
+    assert any(f"speedups.show({number}, {exercise.function}, {exercise.unfused})" in c for c in code)
+    summary = next(c.source for c in reversed(student.cells) if c.source.startswith("## Summary"))
+    solution = nbformat.read(source, 4)
+    answers = "\n".join(c.source for c in solution.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    numbers = set(re.findall(r"= (\d+)", answers))  # the predicted counts a student must find
+    shown = set(re.findall(r"\b\d+\b", summary))
+    assert not numbers & shown, f"{source.name}: the summary gives away {numbers & shown}"

@@ -3,7 +3,10 @@
 Call one from a notebook cell with the function you wrote::
 
     from helpers.classroom import grading
-    grading.check_exercise_1(saxpy_relu)
+    grading.check_exercise_1(saxpy_relu)      # or grading.check(1, saxpy_relu)
+
+The exercises themselves are data (:mod:`helpers.classroom.exercises`, one module
+each); this module is the engine that grades any of them.
 
 Every call draws fresh random inputs (signed, not uniform: a formula that is only
 right for all-equal or all-positive data fails), at sizes that are not a multiple
@@ -17,6 +20,13 @@ buffer whose tail holds a second pattern, a *guard region*:
 * on a **GPU** nothing stops the write, but it lands in the guard region and the
   check reports it.  (A *read* past the end is harmless there and goes unseen.)
 
+Copies between host and device are watched while the function runs: the inputs
+are on the device already, so a result computed with NumPy and copied into ``out``
+(directly, or through a device copy kernel) is rejected, whatever kernel is
+launched for show.  When elements were never written because several threads
+wrote the same one (``out[i // 2]``), the check names those threads, read from the
+values, so the message is the same on every backend.
+
 Last, the launches are recorded with :class:`helpers.ledger.Ledger` and the trips
 and bytes per element are held to the exercise's budget, so a correct answer that
 is not fused still fails: "you made 6 trips ...; the fused kernel needs 2".
@@ -26,12 +36,11 @@ in a 1-element array) is left out.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 from numba import cuda
@@ -41,7 +50,7 @@ from ..checks import CheckFailed, default_tolerance
 from ..counting.ptx import CannotAttribute
 from ..ledger import Launch, Ledger
 from ..sizes import BLOCK_SIZE, blocks_for
-from .exercise import Alternative, Exercise, Expected, Inputs
+from .exercise import Alternative, Exercise, Inputs
 from .exercises import EXERCISES
 from .watch import HostCopies
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 import numpy as np
 
-from ..exercise import Alternative, Exercise, Expected, Inputs, alt, f64, scalar, signed
+from ..exercise import Alternative, Exercise, Expected, Inputs, alt, f64, signed
 
 
 def _draw_1(n: int, rng: np.random.Generator) -> Inputs:

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..exercise import Alternative, Exercise, Expected, Inputs, alt, f64, scalar, signed
+from ..exercise import Alternative, Exercise, Expected, Inputs, f64, scalar, signed
 
 
 def _draw_3(n: int, rng: np.random.Generator) -> Inputs:

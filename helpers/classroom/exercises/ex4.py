@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 import numpy as np
 
-from ..exercise import Alternative, Exercise, Expected, Inputs, alt, f64, scalar, signed
+from ..exercise import Alternative, Exercise, Expected, Inputs, alt, f64, signed
 
 
 def _draw_4(n: int, rng: np.random.Generator) -> Inputs:
@@ -43,8 +42,9 @@ def _diagnose_4(v: Inputs, name: str, got: np.ndarray, want: np.ndarray, bad: np
             f"{abs(float(v['x'][i]) / float(got[i])):.6g}, less than the largest |x| ({m:.6g}), on "
             f"{bad.size} of {got.size} elements. Either some element never took part in the maximum (check "
             "the loop and the guard of your first pass), or a block divided by the maximum of its own "
-            "elements, or before the maximum was complete: the maximum needs every element, blocks "
-            "cannot wait for each other, so find it in one launch and divide in the next"
+            "elements, or before the maximum was complete: the maximum needs every element, and in an "
+            "ordinary launch blocks cannot wait for each other, so find it in one launch (or two: per "
+            "block, then over the blocks) and divide in the next"
         )
     return None
 
