@@ -98,7 +98,7 @@ def test_autograde_gives_a_solution_full_marks_and_a_wrong_submission_less(cours
     solution = SOURCES[-1]  # the newest exercise, graded from its committed solution notebook
     shutil.copy(EXERCISES / "solutions" / f"{solution.stem}__SOLUTION.ipynb", right / solution.name)
     nbformat.write(_wrong_submission(course / "release" / ASSIGNMENT / SOURCES[0].name), wrong / SOURCES[0].name)
-    _nbgrader(course, "autograde", ASSIGNMENT, f"--Execute.kernel_name={KERNEL}", "--create")
+    _nbgrader(course, "autograde", ASSIGNMENT, f"--Execute.kernel_name={KERNEL}")
 
     graded = _scores(course, "right")[solution.stem]
     assert graded and all(score == most for score, most in graded.values()), graded
