@@ -22,13 +22,6 @@ def default_size() -> int:
     return SIMULATOR_DEFAULT_SIZE if is_simulator() else GPU_DEFAULT_SIZE
 
 
-def sweep_sizes() -> list[int]:
-    """Sizes for a sweep: 2^10 ... 2^28 on a GPU, a handful of tiny ones in the simulator."""
-    if is_simulator():
-        return [100, 300, 1000]
-    return [2**k for k in range(10, 29, 2)]
-
-
 def blocks_for(n: int, block_size: int = BLOCK_SIZE) -> int:
     """Blocks needed so that ``blocks * block_size >= n`` (one thread per element)."""
     if n <= 0:

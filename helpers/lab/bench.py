@@ -8,7 +8,7 @@ every implementation it
 2. times it with CUDA events in three modes (see :data:`helpers.lab.sweep_analysis.MODES`):
    ``loop`` (what a Python loop sees, launch overhead included), ``gpu`` (GPU time
    only, L2 warm) and ``gpu_cold`` (GPU time only, L2 flushed first);
-3. writes every sample, the environment record and pass/fail performance bars to
+3. writes every sample, the provenance and what it checked about the GPU to
    ``results/<device>/bench_sweep.json``, then plots.
 
 Memory is allocated once at the largest size; a smaller size uses prefix views,
