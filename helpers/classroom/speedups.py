@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
 from ..backend import is_simulator
 from ..counting.ptx import CannotAttribute
-from ..device import device_name
 from ..ledger import Ledger
-from ..results import describe, environment_record, read_result, write_result
+from .. import results
 from ..sizes import GPU_DEFAULT_SIZE
 from ..timing import SIMULATOR_MESSAGE, format_ms, time_gpu
 from .exercise import Exercise
@@ -47,16 +47,13 @@ class ExerciseTiming:
     exercise: int
     title: str
     n: int
-    unfused_launches: int
-    unfused_us: float
+    unfused_launches: int | None  # None if the ledger could not count them
+    unfused_us: float  # median GPU time of one call, CUDA events
     fused_us: float
+    speedup: float  # unfused_us / fused_us
     unfused_bytes_per_element: float | None  # counted by the ledger (None if it could not count)
     fused_bytes_per_element: float | None
     repeats: int
-
-    @property
-    def speedup(self) -> float:
-        return self.unfused_us / self.fused_us
 
     @property
     def bytes_ratio(self) -> float | None:
@@ -66,41 +63,28 @@ class ExerciseTiming:
         return self.unfused_bytes_per_element / self.fused_bytes_per_element
 
 
-@dataclass
-class ExerciseSpeedups:
+@dataclass(kw_only=True)
+class ExerciseSpeedups(results.Record):
     """The reference solutions of every exercise, timed on one GPU."""
 
     SCHEMA: ClassVar[str] = "exercise_speedups"
     VERSION: ClassVar[int] = 1
-    rows: list[ExerciseTiming]
-    environment: dict[str, Any] = field(default_factory=dict)
+    rows: list[ExerciseTiming] = field(default_factory=list)
 
     def row(self, exercise: int) -> ExerciseTiming | None:
         return next((r for r in self.rows if r.exercise == exercise), None)
 
 
-def _save(record: ExerciseSpeedups) -> Any:
-    rows = [{**asdict(r), "speedup": r.speedup, "bytes_ratio": r.bytes_ratio} for r in record.rows]
-    return write_result(record.SCHEMA, {"schema_version": record.VERSION, "rows": rows})
+def save(record: ExerciseSpeedups, folder: Path | None = None) -> Path:
+    """Write the record (with this machine's provenance) under results/<device>/."""
+    return results.save(record, folder)
 
 
-def load() -> ExerciseSpeedups | None:
-    """The committed GPU result, or None when there is none yet."""
-    try:
-        raw = read_result(ExerciseSpeedups.SCHEMA)
-    except FileNotFoundError:
+def load(folder: Path | None = None) -> ExerciseSpeedups | None:
+    """The committed GPU result, or None when there is none yet (a malformed one is an error)."""
+    if not results.path_of(ExerciseSpeedups, folder).exists():
         return None
-    if raw.get("schema_version") != ExerciseSpeedups.VERSION:
-        raise ValueError(
-            f"results/h200/{ExerciseSpeedups.SCHEMA}.json has schema_version {raw.get('schema_version')!r}; "
-            f"this code reads version {ExerciseSpeedups.VERSION}: re-run `python -m helpers.classroom.speedups` on a GPU"
-        )
-    names = {f for f in ExerciseTiming.__dataclass_fields__}
-    try:
-        rows = [ExerciseTiming(**{k: v for k, v in r.items() if k in names}) for r in raw["rows"]]
-    except TypeError as error:
-        raise ValueError(f"results/h200/{ExerciseSpeedups.SCHEMA}.json: a row does not fit ExerciseTiming ({error})") from None
-    return ExerciseSpeedups(rows, raw["environment"])
+    return results.load(ExerciseSpeedups, folder)
 
 
 # --- measuring -------------------------------------------------------------------------
@@ -115,17 +99,17 @@ def _device_inputs(exercise: Exercise, n: int) -> list[Any]:
     return [cuda.to_device(inputs[a]) if isinstance(inputs[a], np.ndarray) else inputs[a] for a in exercise.args]
 
 
-def _bytes_per_element(fn: Callable[..., Any], args: Sequence[Any], n: int) -> tuple[int, float | None]:
+def _bytes_per_element(fn: Callable[..., Any], args: Sequence[Any], n: int) -> tuple[int | None, float | None]:
     """Launches and bytes per element to the n-element arrays, from the ledger (None if it cannot count)."""
-    with Ledger("timed") as ledger:
-        fn(*args)
     try:
+        with Ledger("timed") as ledger:
+            fn(*args)
         ledger.require_counted()
         moved = sum(a.bytes_read + a.bytes_written for launch in ledger.launches for a in launch.counted_arrays() if a.size == n)
         return len(ledger.launches), moved / n
-    except CannotAttribute as error:
+    except (CannotAttribute, ValueError, TypeError) as error:
         print(f"(the ledger could not count {getattr(fn, '__name__', 'a pipeline')}: {error})")
-        return len(ledger.launches), None
+        return None, None
 
 
 def measure(number: int, fused: Callable[..., Any], unfused: Callable[..., Any], n: int = GPU_DEFAULT_SIZE,
@@ -142,8 +126,8 @@ def measure(number: int, fused: Callable[..., Any], unfused: Callable[..., Any],
     for label, fn in (("unfused", unfused), ("fused", fused)):
         timing = time_gpu(lambda: fn(*args), label=label, repeats=repeats)
         times[label] = timing.median_ms * 1e3
-    return ExerciseTiming(number, exercise.title, n, launches, times["unfused"], times["fused"], unfused_bytes,
-                          fused_bytes, repeats)
+    return ExerciseTiming(number, exercise.title, n, launches, times["unfused"], times["fused"],
+                          times["unfused"] / times["fused"], unfused_bytes, fused_bytes, repeats)
 
 
 def measure_references(numbers: Sequence[int], n: int = GPU_DEFAULT_SIZE, repeats: int = 20) -> ExerciseSpeedups:
@@ -159,7 +143,7 @@ def measure_references(numbers: Sequence[int], n: int = GPU_DEFAULT_SIZE, repeat
         row = measure(number, fused, unfused, n, repeats)
         if row is not None:
             rows.append(row)
-    return ExerciseSpeedups(rows, environment_record())
+    return ExerciseSpeedups(rows=rows)
 
 
 # --- showing ---------------------------------------------------------------------------
@@ -172,9 +156,10 @@ def _size(n: int) -> str:
 
 def _line(row: ExerciseTiming, whose: str) -> str:
     predicted = f" (the bytes predict {row.bytes_ratio:.2f}x)" if row.bytes_ratio else ""
+    given = f"the given {row.unfused_launches}-launch version" if row.unfused_launches else "the given version"
     return (
-        f"{whose}: {format_ms(row.fused_us / 1e3)} fused against {format_ms(row.unfused_us / 1e3)} for the given "
-        f"{row.unfused_launches}-launch version, at n = {_size(row.n)}: {row.speedup:.2f}x faster{predicted}"
+        f"{whose}: {format_ms(row.fused_us / 1e3)} fused against {format_ms(row.unfused_us / 1e3)} for {given}, "
+        f"at n = {_size(row.n)}: {row.speedup:.2f}x faster{predicted}"
     )
 
 
@@ -187,7 +172,8 @@ def committed_line(number: int) -> str:
             "No GPU measurement of this exercise is committed yet (`python -m helpers.classroom.speedups` "
             "on a GPU makes one)."
         )
-    return _line(row, f"The reference solution on an {describe({'environment': record.environment})}")
+    where = record.provenance.describe() if record.provenance else "a GPU (no provenance recorded)"
+    return _line(row, f"The reference solution, measured on {where}")
 
 
 def show(number: int, fused: Callable[..., Any], unfused: Callable[..., Any], n: int | None = None) -> ExerciseTiming | None:
@@ -199,8 +185,7 @@ def show(number: int, fused: Callable[..., Any], unfused: Callable[..., Any], n:
         print(committed_line(number))
         return None
     row = measure(number, fused, unfused, n or GPU_DEFAULT_SIZE)
-    env = environment_record()
-    print(_line(row, f"Your kernel, measured now on {device_name()}, {env['date'][:10]}"))
+    print(_line(row, f"Your kernel, measured now on {results.describe_here()}"))
     print(committed_line(number))
     return row
 
@@ -249,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(SIMULATOR_CANNOT_TIME)
         return 1
     record = measure_references(numbers, args.size, args.repeats)
-    path = _save(record)
+    path = save(record)
     print(table(record))
     print(f"wrote {path}")
     return 0
