@@ -217,7 +217,7 @@ def _run(exercise: Exercise, fn: Callable[..., Any], inputs: Inputs, n: int,
         raise CheckFailed(
             f"thread {thread} of block {block} (i = {block * BLOCK_SIZE + thread} for blocks of "
             f"{BLOCK_SIZE}) indexed past the end: element {index} of a {size}-element array "
-            f"(the last is {size - 1}). Add a bounds guard, `if i < out.size:`, or check the one "
+            f"(the last is {size - 1}). Add a bounds guard, `if i < {exercise.written[0]}.size:`, or check the one "
             "you have (`<`, not `<=`)"
         ) from None
     _check_host_copies(exercise, watch, inputs, n)

@@ -42,7 +42,7 @@ def _diagnose_4(v: Inputs, name: str, got: np.ndarray, want: np.ndarray, bad: np
             f"{abs(float(v['x'][i]) / float(got[i])):.6g}, less than the largest |x| ({m:.6g}), on "
             f"{bad.size} of {got.size} elements. Either some element never took part in the maximum (check "
             "the loop and the guard of your first pass), or a block divided by the maximum of its own "
-            "elements, or before the maximum was complete: the maximum needs every element, and in an "
+            "elements (or by one block's partial maximum), or before the maximum was complete: the maximum needs every element, and in an "
             "ordinary launch blocks cannot wait for each other, so find it in one launch (or two: per "
             "block, then over the blocks) and divide in the next"
         )
