@@ -95,13 +95,15 @@ def test_autograde_gives_a_solution_full_marks_and_a_wrong_submission_less(cours
     right, wrong = course / "submitted" / "right" / ASSIGNMENT, course / "submitted" / "wrong" / ASSIGNMENT
     right.mkdir(parents=True)
     wrong.mkdir(parents=True)
-    solution = SOURCES[-1]  # the newest exercise, graded from its committed solution notebook
-    shutil.copy(EXERCISES / "solutions" / f"{solution.stem}__SOLUTION.ipynb", right / solution.name)
+    for source in SOURCES:  # every committed solution notebook, submitted as a student's
+        shutil.copy(EXERCISES / "solutions" / f"{source.stem}__SOLUTION.ipynb", right / source.name)
     nbformat.write(_wrong_submission(course / "release" / ASSIGNMENT / SOURCES[0].name), wrong / SOURCES[0].name)
-    _nbgrader(course, "autograde", ASSIGNMENT, f"--Execute.kernel_name={KERNEL}")
+    _nbgrader(course, "autograde", ASSIGNMENT, f"--Execute.kernel_name={KERNEL}", "--Execute.timeout=600")
 
-    graded = _scores(course, "right")[solution.stem]
-    assert graded and all(score == most for score, most in graded.values()), graded
+    scores = _scores(course, "right")
+    for source in SOURCES:
+        graded = scores[source.stem]
+        assert graded and all(score == most for score, most in graded.values()), (source.name, graded)
     failed = _scores(course, "wrong")[SOURCES[0].stem]
     assert failed and sum(score or 0 for score, _ in failed.values()) < sum(most for _, most in failed.values()), failed
     assert failed["ex1-check"][0] == 0
