@@ -378,7 +378,7 @@ def _duplicate_writes(name: str, got: np.ndarray, value: np.ndarray, scale: np.n
     n = got.size
     written = np.setdiff1d(np.arange(n), missing)
     own = _close(got, value, scale, got.dtype)
-    foreign = [int(k) for k in written if not own[k]][:tried]
+    foreign = [int(k) for k in written[~own[written]][:tried]]
     sources: dict[int, int] = {}
     tolerance = _tolerance(scale, got.dtype)
     for k in foreign:
