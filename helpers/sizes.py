@@ -24,13 +24,6 @@ def default_size() -> int:
     return SIMULATOR_DEFAULT_SIZE if is_simulator() else GPU_DEFAULT_SIZE
 
 
-def sweep_sizes() -> list[int]:
-    """Sizes for a sweep: 2^10 ... 2^28 on a GPU, a handful of tiny ones in the simulator."""
-    if is_simulator():
-        return [100, 300, 1000]
-    return [2**k for k in range(10, 29, 2)]
-
-
 MAX_BLOCK_SIZE = 1024
 """The most threads a CUDA block may have, on every GPU Numba supports."""
 
