@@ -346,6 +346,11 @@ def test_speedups_measure_every_reference_with_a_stand_in_clock(monkeypatch, tmp
         assert row.fused_bytes_per_element == exercise.bytes_per_element  # counted by the ledger
         assert row.unfused_bytes_per_element > row.fused_bytes_per_element
     assert "5 an AdamW step" in capsys.readouterr().out
+    assert record.row(4).one_block_fused_us == pytest.approx(800)  # exercise 4's split: fusion, then many blocks
+    assert all(r.one_block_fused_us is None for r in record.rows if r.exercise != 4)
+    monkeypatch.setattr(speedups, "load", lambda: record)
+    assert "the fusion alone gives 2.50x, and sharing the first pass among many blocks the other 1.00x" in (
+        speedups.committed_line(4))
     with pytest.raises(SystemExit):
         speedups.main(["--exercises", "9"])
 

@@ -32,7 +32,7 @@ from ..sizes import GPU_DEFAULT_SIZE
 from ..timing import SIMULATOR_MESSAGE, format_ms, time_gpu
 from .exercise import Exercise
 from .exercises import EXERCISES
-from .reference import reference_functions
+from .reference import reference_functions, reference_module
 
 SIMULATOR_CANNOT_TIME = (
     "The simulator cannot time kernels: it runs every GPU thread as Python code, so a time measured "
@@ -54,6 +54,7 @@ class ExerciseTiming:
     unfused_bytes_per_element: float | None  # counted by the ledger (None if it could not count)
     fused_bytes_per_element: float | None
     repeats: int
+    one_block_fused_us: float | None = None  # exercise 4: the fused version with its maximum in one block
 
     @property
     def bytes_ratio(self) -> float | None:
@@ -141,9 +142,23 @@ def measure_references(numbers: Sequence[int], n: int = GPU_DEFAULT_SIZE, repeat
             print(f"exercise {number} skipped: {error}")
             continue
         row = measure(number, fused, unfused, n, repeats)
+        if row is not None and number == 4:
+            row.one_block_fused_us = _one_block(n, repeats)
         if row is not None:
             rows.append(row)
     return ExerciseSpeedups(rows=rows)
+
+
+def _one_block(n: int, repeats: int) -> float | None:
+    """Exercise 4's fused version with its first pass in one block (as the given version has it), in µs.
+
+    Splits the speedup in two: the fusion (|x| never stored) at equal parallelism, and
+    the first pass shared among many blocks.
+    """
+    module = reference_module(4)
+    module.MAX_PARTIALS = 1  # one block in the first stage: the second stage reduces one number
+    row = measure(4, module.normalize_by_max, module.normalize_unfused, n, repeats)
+    return None if row is None else row.fused_us
 
 
 # --- showing ---------------------------------------------------------------------------
@@ -157,10 +172,18 @@ def _size(n: int) -> str:
 def _line(row: ExerciseTiming, whose: str) -> str:
     predicted = f" (the bytes predict {row.bytes_ratio:.2f}x)" if row.bytes_ratio else ""
     given = f"the given {row.unfused_launches}-launch version" if row.unfused_launches else "the given version"
-    return (
+    line = (
         f"{whose}: {format_ms(row.fused_us / 1e3)} fused against {format_ms(row.unfused_us / 1e3)} for {given}, "
         f"at n = {_size(row.n)}: {row.speedup:.2f}x faster{predicted}"
     )
+    if row.one_block_fused_us:
+        fusion, spread = row.unfused_us / row.one_block_fused_us, row.one_block_fused_us / row.fused_us
+        line += (
+            f". With its maximum in one block, as the given version has it, the fused version takes "
+            f"{format_ms(row.one_block_fused_us / 1e3)}: the fusion alone gives {fusion:.2f}x, and sharing the "
+            f"first pass among many blocks the other {spread:.2f}x"
+        )
+    return line
 
 
 def committed_line(number: int) -> str:
