@@ -3,7 +3,6 @@
 Right when every block holds the same maximum (uniform inputs), and for arrays that
 fit in one block; wrong otherwise: a block cannot see the other blocks' elements.
 """
-import numpy as np
 from numba import cuda, float32
 
 from helpers.sizes import BLOCK_SIZE, blocks_for
