@@ -347,14 +347,14 @@ def _judge(exercise: Exercise, inputs: Inputs, buffers: _Buffers, n: int) -> Non
         )
     ]
     if len(matches) == 1:
-        raise CheckFailed(matches[0].message)
+        raise _Diagnosis(matches[0].message)
     name, bad = next(iter(wrong.items()))
     i = int(bad[0])
     value = expected[name][0]
     if exercise.diagnose is not None:
         message = exercise.diagnose(inputs, name, got[name], value, bad)
         if message:
-            raise CheckFailed(message)
+            raise _Diagnosis(message)
     if not np.isfinite(got[name][i]) and np.isfinite(value[i]):
         raise CheckFailed(
             f"element {i} of `{name}` is {got[name][i]}, expected {value[i]:.7g} ({_where(inputs, i)}): "
@@ -403,6 +403,10 @@ def _duplicate_writes(name: str, got: np.ndarray, value: np.ndarray, scale: np.n
         f"{name}[{j}], so some elements were written by more than one thread and {missing.size} of {n} were never "
         f"written. Each thread must write the element it computed, `{name}[i]`"
     )
+
+
+class _Diagnosis(CheckFailed):
+    """Wrong values that a known mistake explains (a larger size may single out another one)."""
 
 
 class _WrongValues(CheckFailed):
@@ -480,15 +484,22 @@ def grade(exercise: Exercise, fn: Callable[..., Any], sizes: Sequence[int] | Non
     rng = np.random.default_rng(seed)
     ledger = Ledger(exercise.function)
     unexplained: _WrongValues | None = None
+    diagnosis: _Diagnosis | None = None
     for n in sizes:
         inputs = exercise.draw(n, rng)
         buffers, ledger = _run(exercise, fn, inputs, n)
         try:
             _judge(exercise, inputs, buffers, n)
+        except _Diagnosis as failure:
+            # With few elements, several known mistakes can give the same values (one
+            # block's maximum is the maximum while there is one block): the diagnosis at
+            # the largest size, where they differ, is the one reported.
+            diagnosis = failure
         except _WrongValues as failure:
-            # With few elements, several known mistakes can give the same values: try
-            # the larger sizes for a diagnosis before reporting the first failure.
+            # Likewise: try the larger sizes for a diagnosis before reporting the first failure.
             unexplained = unexplained or failure
+    if diagnosis is not None:
+        raise CheckFailed(str(diagnosis)) from None
     if unexplained is not None:
         raise CheckFailed(str(unexplained)) from None
     trips, per_element = _budget(exercise, ledger, sizes[-1])

@@ -11,6 +11,10 @@ from ..exercise import Alternative, Exercise, Expected, Inputs, alt, f64, signed
 def _draw_4(n: int, rng: np.random.Generator) -> Inputs:
     x = signed(rng, n)
     if n > 1:
+        # The first element is negative and larger in magnitude than any positive one, so
+        # that a maximum of the first block's |x| (or of all but the last) is not max(x):
+        # those mistakes are told apart from a forgotten absolute value.
+        x[0] = -np.float32(np.abs(x).max() * rng.uniform(1.1, 1.3))
         # The largest magnitude sits in the last element, and is negative: a kernel that
         # divides before the maximum is complete, that takes a maximum per block, or that
         # forgets the absolute value, gets most elements wrong.
