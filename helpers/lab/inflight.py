@@ -55,7 +55,7 @@ UNROLLS = (1, 2, 4)
 WIDTHS = (4, 16)
 READS = (1, 2, 3)
 BLOCKS_PER_SM = (1, 2, 3, 4, 6, 8)
-NEAR_PERCENT = 10.0  # the model's bar: each prediction within 10% of its measurement
+NEAR_PERCENT = 10.0  # each prediction should land within 10% of its measurement
 
 
 # --- the model's arithmetic (no GPU needed) -----------------------------------------------------
@@ -481,7 +481,8 @@ def measure_latency(footprints: tuple[int, ...] = (4 << 20, 256 << 20, 1 << 30),
             try:
                 host, start = chase_buffer(footprint, stride_bytes, order, seed=footprint % 1000)
                 buffer = cuda.to_device(host)
-                chase_kernel[1, 1](buffer, start, min(steps, 1024), out)  # compile, and warm the TLB/L2 a little
+                lines = footprint // stride_bytes  # warm-up: one whole cycle if it fits in the L2, else a short run
+                chase_kernel[1, 1](buffer, start, lines if footprint <= (8 << 20) else 1024, out)
                 cuda.synchronize()
                 samples = event_samples(lambda: chase_kernel[1, 1](buffer, start, steps, out), repeats)
                 end = int(out.copy_to_host()[0])
@@ -520,11 +521,8 @@ def _sm_id_kernel() -> Any:
     def where(out, spin):
         if cuda.threadIdx.x == 0:
             out[cuda.blockIdx.x] = smid()
-        t = 0  # stay resident a while so the blocks of one launch are on the SMs together
-        for k in range(spin):
-            t += k
-        if t == -1:
-            out[0] = -1
+        for _ in range(spin):  # stay resident a while, so all blocks of the launch sit on the SMs together
+            cuda.nanosleep(1000)
 
     return where
 
@@ -537,7 +535,7 @@ def blocks_per_sm_seen(blocks_per_sm: tuple[int, ...] = BLOCKS_PER_SM) -> dict[i
     seen: dict[int, list[int]] = {}
     for m in blocks_per_sm:
         ids = cuda.device_array(sms * m, dtype=np.int32)
-        where[sms * m, BLOCK_SIZE](ids, 20000)
+        where[sms * m, BLOCK_SIZE](ids, 50)
         counts = np.bincount(ids.copy_to_host(), minlength=sms)
         seen[m] = [int(counts.min()), int(counts.max())]
     return seen
@@ -757,40 +755,52 @@ def summarize(record: BytesInFlight) -> BytesInFlight:
 
 
 def measure(n_probe: int = 1 << 26, n_kernels: int = (1 << 26) + 3, repeats: int = 15,
-            log: Callable[[str], None] = print) -> BytesInFlight:
-    """Everything, in one run: latency, the curve, the series' kernels and the 2x2 (GPU only)."""
+            log: Callable[[str], None] = print,
+            checkpoint: Callable[[BytesInFlight], object] | None = None) -> BytesInFlight:
+    """Everything, in one run: latency, the curve, the series' kernels and the 2x2 (GPU only).
+
+    ``checkpoint``, if given, receives the record as it grows (after each stage), so a
+    run cut short still leaves what it measured.
+    """
     import time
 
     _require_gpu("the bytes-in-flight measurement")
     started = time.perf_counter()
+    record = BytesInFlight(sms=sm_count() or 0, block_size=BLOCK_SIZE, repeats=repeats, n_probe=n_probe,
+                           n_kernels=n_kernels, datasheet_gbs=datasheet_bandwidth_gbs(), chase=[], probes=[],
+                           kernels=[], pipelines=[])
+
+    def stage_done() -> None:
+        record.elapsed_s = time.perf_counter() - started
+        if checkpoint is not None:
+            checkpoint(summarize(record))
+
     log("pointer chase ...")
-    chase = measure_latency()
-    for c in chase:
+    record.chase = measure_latency()
+    for c in record.chase:
         log(f"  {c.footprint_bytes >> 20:5d} MiB {c.order:10s}: {c.ns_per_load or 0:7.1f} ns per load {c.error or ''}")
     try:
-        seen = blocks_per_sm_seen()
+        record.blocks_per_sm_seen = blocks_per_sm_seen()
     except Exception as exc:
         log(f"  SM ids not read: {_error(exc)}")
-        seen = {}
-    log(f"blocks per SM seen (launched: [fewest, most]): {seen}")
-    copy = None
+    log(f"blocks per SM seen (launched: [fewest, most]): {record.blocks_per_sm_seen}")
     try:
         copy = copy_bandwidth(n_probe, repeats=repeats)
+        if copy is not None:
+            record.library_copy_gbs, record.library_copy = copy[1], copy[0].label
     except Exception as exc:
         log(f"  library copy failed: {_error(exc)}")
+    stage_done()
     log("probe curve ...")
-    probes = measure_curve(n_probe, repeats, log=log)
+    record.probes = measure_curve(n_probe, repeats, log=log)
+    stage_done()
     log("series kernels ...")
-    kernels = measure_kernels(n_kernels, repeats, log=log)
+    record.kernels = measure_kernels(n_kernels, repeats, log=log)
+    stage_done()
     log("2x2 ...")
-    pipelines = measure_pipelines(n_kernels, repeats)
-    record = BytesInFlight(sms=sm_count() or 0, block_size=BLOCK_SIZE, repeats=repeats, n_probe=n_probe,
-                           n_kernels=n_kernels, datasheet_gbs=datasheet_bandwidth_gbs(), chase=chase, probes=probes,
-                           kernels=kernels, pipelines=pipelines,
-                           library_copy_gbs=None if copy is None else copy[1],
-                           library_copy=None if copy is None else copy[0].label, blocks_per_sm_seen=seen)
-    record.elapsed_s = time.perf_counter() - started
-    return summarize(record)
+    record.pipelines = measure_pipelines(n_kernels, repeats)
+    stage_done()
+    return record
 
 
 def report(record: BytesInFlight) -> str:
@@ -830,7 +840,7 @@ def main(argv: list[str] | None = None) -> int:
     if is_simulator():
         print("no GPU: this run times real kernels; nothing measured")
         return 0
-    record = measure(args.n_probe, args.n_kernels, args.repeats)
+    record = measure(args.n_probe, args.n_kernels, args.repeats, checkpoint=lambda r: save(r, folder=args.out))
     path = save(record, folder=args.out)
     print(report(record))
     print(f"wrote {path} in {record.elapsed_s:.0f} s")
