@@ -107,11 +107,12 @@ def curve_points(probes: list["ProbePoint"], reads: int, width_bytes: int | None
     """The measured curve (bytes in flight per SM, read+write GB/s) for one read/write mix.
 
     Probes of equal bytes in flight (reached by different unrolls and occupancies) are
-    merged by their median.  ``width_bytes=None`` pools both access widths.
+    merged by their median.  ``width_bytes=None`` pools both access widths.  Only the
+    resident-grid probes, whose occupancy is set, make the curve.
     """
     by_q: dict[int, list[float]] = {}
     for p in probes:
-        if p.reads != reads or p.gbs is None or not p.bitwise_equal:
+        if p.reads != reads or p.gbs is None or not p.bitwise_equal or p.grid != "resident":
             continue
         if width_bytes is not None and p.width_bytes != width_bytes:
             continue
@@ -181,6 +182,7 @@ class ProbePoint:
     gbs: float | None = None  # read + write
     bitwise_equal: bool | None = None
     error: str | None = None
+    grid: str = "resident"  # "resident": SMs x blocks_per_sm, grid-stride; "full": one group per thread
 
     @property
     def read_gbs(self) -> float | None:
@@ -559,15 +561,17 @@ def measure_curve(n: int = 1 << 26, repeats: int = 15, reads: tuple[int, ...] = 
                 args = (x, y, z, out, np.int64(n // (w // 4)))
                 regs = _registers(kernel, args)
                 fit = resident_blocks_per_sm(regs)
-                for m in blocks_per_sm:
-                    if m > fit:
-                        continue  # more blocks than fit would run in waves: not this occupancy
+                groups = n // (w // 4)
+                # resident grids of m blocks per SM; and, for one group per thread, the full grid too
+                configs = [(m, sms * m, "resident") for m in blocks_per_sm if m <= fit]
+                configs += [(fit, blocks_for(groups), "full")] if u == 1 else []
+                for m, grid, kind in configs:  # more blocks than fit would run in waves: not that occupancy
                     threads = threads_per_sm(regs, BLOCK_SIZE, m)
                     row = ProbePoint(reads=r, width_bytes=w, unroll=u, blocks_per_sm=m, registers=regs,
                                      threads_per_sm=threads, loads_per_thread=r * u,
-                                     bytes_in_flight_per_sm=bytes_in_flight_per_sm(r * u, w, threads), n=n)
+                                     bytes_in_flight_per_sm=bytes_in_flight_per_sm(r * u, w, threads), n=n, grid=kind)
                     try:
-                        launch = lambda: run_probe(r, w, u, sms * m, x, y, z, out)  # noqa: E731
+                        launch = lambda: run_probe(r, w, u, grid, x, y, z, out)  # noqa: E731
                         poison(out)
                         launch()
                         cuda.synchronize()
@@ -578,7 +582,7 @@ def measure_curve(n: int = 1 << 26, repeats: int = 15, reads: tuple[int, ...] = 
                     except Exception as exc:
                         row.error = _error(exc)
                     rows.append(row)
-                    log(f"  probe reads={r} width={w:2d} unroll={u} blocks/SM={m} regs={regs} "
+                    log(f"  probe reads={r} width={w:2d} unroll={u} blocks/SM={m} {kind:8s} regs={regs} "
                         f"in flight {row.bytes_in_flight_per_sm / 1024:6.1f} KiB/SM: "
                         f"{row.gbs or 0:6.0f} GB/s {'' if row.bitwise_equal else row.error or 'WRONG'}")
     return rows
