@@ -38,12 +38,13 @@ from ..backend import is_simulator
 from ..checks import poison, random_inputs
 from ..device import banner, datasheet_bandwidth_gbs, sm_count
 from ..pipeline import add_kernel, fused_kernel, multiply_kernel, reference, scale_kernel
-from ..results import Claim, Record, save
+from ..results import Claim, Record, ResultError, load, save
 from ..sizes import BLOCK_SIZE, blocks_for
 from ..timing import copy_bandwidth, event_samples, time_gpu
 from ..validate import check_elementwise
 from . import roofline
 from .roofline import load4, registers_per_thread, resident_blocks_per_sm, store4
+from .sweep_record import Sweep
 
 LINE_BYTES = 128
 """One L1 cache line: the pointer chase steps at least this far, so no two loads share a line."""
@@ -853,3 +854,88 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# --- what the notebook shows ----------------------------------------------------------------------
+
+MIX_COLORS = {1: "tab:green", 2: "tab:orange", 3: "tab:blue"}
+WIDTH_MARKERS = {4: "o", 16: "s"}
+
+
+def sweep_ratio(implementations: tuple[str, str] = ("torch eager", "torch.compile"), n: int = 1 << 28) -> float | None:
+    """The committed size sweep's GPU-time ratio of two implementations at ``n`` (the same experiment by other hands)."""
+    try:
+        sweep = load(Sweep)
+    except ResultError:
+        return None
+    times = {m.implementation: m.median_ms for m in sweep.measurements if m.n == n and m.mode == "gpu"}
+    first, second = (times.get(k) for k in implementations)
+    return None if not first or not second else first / second
+
+
+def plot_curve(record: BytesInFlight, show_kernels: bool = True) -> Any:
+    """Achieved bandwidth against bytes in flight per SM: the probes, Little's law, the bound and the best measurements."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for r in READS:
+        for w in WIDTHS:
+            pts = [p for p in record.probes if p.reads == r and p.width_bytes == w and p.gbs and p.grid == "resident"]
+            if pts:
+                ax.scatter([p.bytes_in_flight_per_sm / 1024 for p in pts], [p.gbs for p in pts], s=22,
+                           marker=WIDTH_MARKERS[w], facecolors="none" if w == 4 else MIX_COLORS[r],
+                           edgecolors=MIX_COLORS[r], label=f"probe, {r} read{'s' if r > 1 else ''} : 1 write, {w}-byte")
+        best = record.best_gbs(r)
+        if best:
+            ax.axhline(best, color=MIX_COLORS[r], lw=0.8, ls=":")
+    latency = record.dram_latency_ns()
+    qs = np.geomspace(0.5, 512, 60)
+    if latency:
+        _ = ax.plot(qs, [littles_law_gbs(q * 1024, record.sms, latency, 3, 1) for q in qs], color="gray", lw=1,
+                    label=f"Little's law, 3:1, at the idle latency ({latency:.0f} ns)")
+    if record.datasheet_gbs:
+        ax.axhline(record.datasheet_gbs, color="black", lw=1, ls="--")
+        ax.annotate(f"datasheet bound {record.datasheet_gbs:,.0f} GB/s", (0.6, record.datasheet_gbs), fontsize=8,
+                    va="bottom")
+    if show_kernels:
+        for k in record.kernels:
+            if k.gbs and k.bytes_in_flight_per_sm:
+                ax.scatter([k.bytes_in_flight_per_sm / 1024], [k.gbs], marker="*", s=90, color=MIX_COLORS[k.reads],
+                           edgecolors="black", linewidths=0.5, zorder=5)
+        ax.scatter([], [], marker="*", s=90, color="white", edgecolors="black", label="series kernels (colour: mix)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(0.5, 512)
+    ax.set_ylim(0, 1.12 * (record.datasheet_gbs or max(p.gbs or 0 for p in record.probes)))
+    ax.set_xlabel("bytes in flight per SM (KiB, reads)")
+    ax.set_ylabel("achieved GB/s (read + write)")
+    ax.set_title("bandwidth rises with the bytes each SM keeps in flight, then flattens")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def plot_predictions(record: BytesInFlight) -> Any:
+    """Each kernel's predicted bandwidth against its measurement, with the 10% band."""
+    import matplotlib.pyplot as plt
+
+    rows = [(k, record.predicted_gbs(k)) for k in record.kernels if k.gbs]
+    rows = [(k, p) for k, p in rows if p]
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    top = 1.08 * max(max(k.gbs for k, _ in rows), max(p for _, p in rows))
+    line = np.array([0, top])
+    _ = ax.plot(line, line, color="black", lw=1)
+    ax.fill_between(line, line * (1 - NEAR_PERCENT / 100), line * (1 + NEAR_PERCENT / 100), color="gray", alpha=0.2,
+                    label=f"within {NEAR_PERCENT:.0f}%")
+    for k, p in rows:
+        ax.scatter([k.gbs], [p], marker=WIDTH_MARKERS[k.width_bytes], color=MIX_COLORS[k.reads], s=40, zorder=4)
+        ax.annotate(k.name, (k.gbs, p), fontsize=7, xytext=(4, -3), textcoords="offset points")
+    for r in READS:
+        ax.scatter([], [], color=MIX_COLORS[r], label=f"{r} read{'s' if r > 1 else ''} : 1 write")
+    ax.set_xlim(1500, top)
+    ax.set_ylim(1500, top)
+    ax.set_xlabel("measured GB/s")
+    ax.set_ylabel("predicted from bytes in flight, GB/s")
+    ax.set_title("the model against the measurement (circles 4-byte, squares 16-byte)", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig
