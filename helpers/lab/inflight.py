@@ -848,6 +848,14 @@ def main(argv: list[str] | None = None) -> int:
     record = measure(args.n_probe, args.n_kernels, args.repeats, checkpoint=lambda r: save(r, folder=args.out))
     path = save(record, folder=args.out)
     print(report(record))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        plot_curve(record).savefig(path.with_name("bytes_in_flight.png"), dpi=120)
+        plot_predictions(record).savefig(path.with_name("bytes_in_flight_model.png"), dpi=120)
+    except Exception as exc:  # the JSON is what matters; a plot failure is reported, not fatal
+        print(f"plots not drawn: {_error(exc)}")
     print(f"wrote {path} in {record.elapsed_s:.0f} s")
     return 0
 
