@@ -5,12 +5,15 @@
 # accesses, 1/2/4 groups per thread in flight, 1-8 resident blocks per SM), every series kernel
 # (add, multiply, scale, a copy, fused and notebook 07's variants, 16-byte three kernels) and the
 # 2x2 {4-byte, 16-byte} x {three kernels, fused}.  Writes results/<gpu>/bytes_in_flight.json
-# and bytes_in_flight.png, bytes_in_flight_model.png (copied to $OUT if set) and prints the model's prediction against each measurement.
+# and bytes_in_flight.png, bytes_in_flight_model.png (copied to $OUT if set), and prints the
+# model's prediction against each measurement.
 # About 60-90 s on an H200 (most of it compiling ~35 kernels).
 # Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/65_inflight.sh
 set -euo pipefail
 export PYTHONUNBUFFERED=1
-timeout 115 python3 -m helpers.lab.inflight --repeats 15 --n-probe $((1 << 26)) --n-kernels $(((1 << 26) + 3))
+status=0  # a run cut short still leaves its checkpointed JSON: copy it either way
+timeout 115 python3 -m helpers.lab.inflight --repeats 15 --n-probe $((1 << 26)) --n-kernels $(((1 << 26) + 3)) || status=$?
 if [ -n "${OUT:-}" ]; then
     for d in results/h200 results/gpu; do cp "$d"/bytes_in_flight*.json "$d"/bytes_in_flight*.png "$OUT"/ 2>/dev/null || true; done
 fi
+exit $status
