@@ -246,7 +246,7 @@ class BytesInFlight(Record):
     pipelines: list[PipelinePoint]
     library_copy_gbs: float | None = None
     library_copy: str | None = None
-    blocks_per_sm_seen: dict[int, list[int]] = field(default_factory=dict)  # launched -> [min, max] blocks on an SM
+    blocks_per_sm_seen: dict[int, list[int]] = field(default_factory=dict)  # launched -> [fewest, most, SMs used]
     elapsed_s: float | None = None
     claims: list[Claim] = field(default_factory=list)
 
@@ -531,7 +531,10 @@ def _sm_id_kernel() -> Any:
 
 
 def blocks_per_sm_seen(blocks_per_sm: tuple[int, ...] = BLOCKS_PER_SM) -> dict[int, list[int]]:
-    """For a grid of SMs x m blocks, the fewest and most blocks any SM received (checks the occupancy knob)."""
+    """For a grid of SMs x m blocks: the fewest and most blocks an SM received, and how many SMs got any.
+
+    This checks the occupancy knob: each SM should hold exactly m blocks.
+    """
     _require_gpu("reading SM ids")
     where = _sm_id_kernel()
     sms = sm_count() or 1
@@ -539,8 +542,8 @@ def blocks_per_sm_seen(blocks_per_sm: tuple[int, ...] = BLOCKS_PER_SM) -> dict[i
     for m in blocks_per_sm:
         ids = cuda.device_array(sms * m, dtype=np.int32)
         where[sms * m, BLOCK_SIZE](ids, 50)
-        counts = np.bincount(ids.copy_to_host(), minlength=sms)
-        seen[m] = [int(counts.min()), int(counts.max())]
+        _, counts = np.unique(ids.copy_to_host(), return_counts=True)  # SM ids need not be contiguous
+        seen[m] = [int(counts.min()), int(counts.max()), int(counts.size)]
     return seen
 
 
@@ -788,7 +791,7 @@ def measure(n_probe: int = 1 << 26, n_kernels: int = (1 << 26) + 3, repeats: int
         record.blocks_per_sm_seen = blocks_per_sm_seen()
     except Exception as exc:
         log(f"  SM ids not read: {_error(exc)}")
-    log(f"blocks per SM seen (launched: [fewest, most]): {record.blocks_per_sm_seen}")
+    log(f"blocks per SM seen (launched: [fewest, most, SMs used]): {record.blocks_per_sm_seen}")
     try:
         copy = copy_bandwidth(n_probe, repeats=repeats)
         if copy is not None:
