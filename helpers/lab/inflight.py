@@ -919,7 +919,8 @@ def plot_curve(record: BytesInFlight, show_kernels: bool = True) -> Any:
     ax.set_ylim(0, 1.12 * (record.datasheet_gbs or max(p.gbs or 0 for p in record.probes)))
     ax.set_xlabel("bytes in flight per SM (KiB, reads)")
     ax.set_ylabel("achieved GB/s (read + write)")
-    ax.set_title("bandwidth rises with the bytes each SM keeps in flight, then flattens")
+    where = record.provenance.describe() if record.provenance else ""
+    ax.set_title(f"bandwidth against the bytes each SM keeps in flight\n{where}", fontsize=10)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
@@ -946,7 +947,83 @@ def plot_predictions(record: BytesInFlight) -> Any:
     ax.set_ylim(1500, top)
     ax.set_xlabel("measured GB/s")
     ax.set_ylabel("predicted from bytes in flight, GB/s")
-    ax.set_title("the model against the measurement (circles 4-byte, squares 16-byte)", fontsize=10)
+    where = record.provenance.describe() if record.provenance else ""
+    ax.set_title(f"the model against the measurement (circles 4-byte, squares 16-byte)\n{where}", fontsize=9)
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     return fig
+
+
+def _kib(nbytes: float | None) -> str:
+    return "-" if not nbytes else f"{nbytes / 1024:.0f}"
+
+
+def occupancy_table(record: BytesInFlight) -> str:
+    """Each kernel's loads in flight per thread, registers, resident threads per SM and bytes in flight per SM."""
+    lines = [f"{'kernel':15s} {'loads/thread':>12s} {'bytes/load':>10s} {'registers':>9s} {'threads/SM':>10s} "
+             f"{'in flight/SM':>12s}"]
+    for k in record.kernels:
+        lines.append(f"{k.name:15s} {k.loads_per_thread or 0:12d} {k.width_bytes:10d} {k.registers or 0:9d} "
+                     f"{k.threads_per_sm or 0:10d} {_kib(k.bytes_in_flight_per_sm):>8s} KiB")
+    return "\n".join(lines)
+
+
+def needed_in_flight_per_sm(record: BytesInFlight, gbs: float, reads: int = 3) -> float | None:
+    """Read bytes per SM that must be in flight to sustain ``gbs`` (read+write) at the measured DRAM latency."""
+    latency = record.dram_latency_ns()
+    if not latency or not record.sms:
+        return None
+    return gbs * reads / (reads + 1) * latency / record.sms
+
+
+def chase_table(record: BytesInFlight) -> str:
+    """The pointer chase: footprint, order, ns per dependent load."""
+    lines = [f"{'footprint':>10s} {'order':>11s} {'ns per load':>11s}"]
+    for c in record.chase:
+        size = f"{c.footprint_bytes >> 20} MiB" if c.footprint_bytes < 1 << 30 else f"{c.footprint_bytes >> 30} GiB"
+        value = f"{c.ns_per_load:11.0f}" if c.ns_per_load else f"{'-':>11s} ({c.error})"
+        lines.append(f"{size:>10s} {c.order:>11s} {value}")
+    return "\n".join(lines)
+
+
+def loaded_latency_table(record: BytesInFlight, reads: int = 3, width: int = 16) -> str:
+    """Little's law solved for the latency along one curve: the latency each probe's rate implies."""
+    lines = [f"{reads} reads : 1 write, {width}-byte probes",
+             f"{'in flight/SM':>12s} {'GB/s':>6s} {'implied latency':>15s}"]
+    for q, gbs in curve_points(record.probes, reads, width):
+        latency = implied_latency_ns(q, record.sms, gbs * reads / (reads + 1))
+        lines.append(f"{_kib(q):>8s} KiB {gbs:6.0f} {latency:12.0f} ns")
+    return "\n".join(lines)
+
+
+def prediction_table(record: BytesInFlight) -> tuple[str, int, int]:
+    """Predicted against measured GB/s for every kernel; also how many are within 10%, of how many."""
+    lines = [f"{'kernel':15s} {'in flight/SM':>12s} {'predicted':>9s} {'measured':>8s} {'error':>7s}  within {NEAR_PERCENT:.0f}%"]
+    hits = total = 0
+    for k in record.kernels:
+        p = record.predicted_gbs(k)
+        off = percent_off(p, k.gbs)
+        if off is None:
+            lines.append(f"{k.name:15s} not measured ({k.error or 'no result'})")
+            continue
+        total += 1
+        hits += abs(off) <= NEAR_PERCENT
+        lines.append(f"{k.name:15s} {_kib(k.bytes_in_flight_per_sm):>8s} KiB {p:9.0f} {k.gbs:8.0f} {off:+6.1f}%  "
+                     f"{'yes' if abs(off) <= NEAR_PERCENT else 'no'}")
+    return "\n".join(lines), hits, total
+
+
+def two_by_two(record: BytesInFlight) -> dict[str, float | None]:
+    """The 2x2's times and ratios: fused against three kernels at each width, and width against width."""
+    t = {name: record.pipeline(name).median_ms for name in PIPELINES}
+
+    def ratio(x: str, y: str) -> float | None:
+        return None if not t[x] or not t[y] else t[x] / t[y]
+
+    return {
+        "fusion, 4-byte": ratio("three kernels, 4-byte", "fused, 4-byte"),
+        "fusion, 16-byte": ratio("three kernels, 16-byte", "fused, 16-byte"),
+        "width, three kernels": ratio("three kernels, 4-byte", "three kernels, 16-byte"),
+        "width, fused": ratio("fused, 4-byte", "fused, 16-byte"),
+        "both": ratio("three kernels, 4-byte", "fused, 16-byte"),
+    }
