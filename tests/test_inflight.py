@@ -269,3 +269,33 @@ def test_committed_result_covers_every_kernel():
     assert [k.name for k in record.kernels] == list(inflight.SHAPES)
     assert all(k.bitwise_equal for k in record.kernels if k.error is None)
     assert record.dram_latency_ns() and record.dram_latency_ns() > 100
+
+
+def test_the_tables_the_notebook_prints():
+    record = _record()
+    occupancy = inflight.occupancy_table(record)
+    assert "naive" in occupancy and "2048" in occupancy and "2 KiB" in occupancy
+    table, hits, total = inflight.prediction_table(record)
+    assert (hits, total) == (0, 1) and "vec4            not measured (RuntimeError: x)" in table
+    assert "-25.0%" in table
+    chase = inflight.chase_table(record)
+    assert "1 GiB" in chase and "256 MiB" in chase and "600" in chase
+    # 4000 GB/s read+write at 3:1 is 3000 GB/s of reads; x 600 ns / 132 SMs
+    assert inflight.needed_in_flight_per_sm(record, 4000.0) == pytest.approx(3000.0 * 600 / 132)
+    loaded = inflight.loaded_latency_table(record, reads=3, width=4).splitlines()
+    # 1 KiB per SM at 1500 GB/s (1125 GB/s of reads) on 132 SMs: 132 x 1024 / 1125 = 120 ns
+    assert loaded[2].split() == ["1", "KiB", "1500", "120", "ns"]
+
+
+def test_two_by_two_ratios():
+    record = _record()
+    record.pipelines = [inflight.PipelinePoint(name=name, width_bytes=w, kernels=k, bytes_per_element=b, n=1000,
+                                               median_ms=ms, bitwise_equal=True)
+                        for (name, (w, k, b)), ms in zip(inflight.PIPELINES.items(), (0.6, 0.25, 0.5, 0.25))]
+    ratios = inflight.two_by_two(record)
+    assert ratios["fusion, 4-byte"] == pytest.approx(2.4)
+    assert ratios["fusion, 16-byte"] == pytest.approx(2.0)
+    assert ratios["width, three kernels"] == pytest.approx(1.2)
+    assert ratios["both"] == pytest.approx(2.4)
+    claims = inflight.summarize(record).claims
+    assert [c.holds for c in claims[-2:]] == [False, True]
