@@ -299,3 +299,12 @@ def test_two_by_two_ratios():
     assert ratios["both"] == pytest.approx(2.4)
     claims = inflight.summarize(record).claims
     assert [c.holds for c in claims[-2:]] == [False, True]
+
+
+def test_chase_latency_reads_only_uncached_samples():
+    old = inflight.ChasePoint(footprint_bytes=1 << 30, stride_bytes=128, order="page_local", steps=10,
+                              ns_per_load=157.0, samples_ns=[345.0, 157.0, 157.0])
+    assert old.latency_ns() == 345.0  # the repeats after the first re-walked lines already in the L2
+    new = inflight.ChasePoint(footprint_bytes=1 << 30, stride_bytes=128, order="page_local", steps=10,
+                              ns_per_load=344.0, samples_ns=[345.0, 344.0, 343.0], fresh=True)
+    assert new.latency_ns() == 344.0
