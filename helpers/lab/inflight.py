@@ -951,29 +951,27 @@ def plot_curve(record: BytesInFlight, show_kernels: bool = True) -> Any:
 
 
 def plot_predictions(record: BytesInFlight) -> Any:
-    """Each kernel's predicted bandwidth against its measurement, with the 10% band."""
+    """Each kernel's predicted bandwidth (open) beside its measurement (filled), with the 10% band around the measurement."""
     import matplotlib.pyplot as plt
 
     rows = [(k, record.predicted_gbs(k)) for k in record.kernels if k.gbs]
-    rows = [(k, p) for k, p in rows if p]
-    fig, ax = plt.subplots(figsize=(6.5, 6))
-    top = 1.08 * max(max(k.gbs for k, _ in rows), max(p for _, p in rows))
-    line = np.array([0, top])
-    _ = ax.plot(line, line, color="black", lw=1)
-    ax.fill_between(line, line * (1 - NEAR_PERCENT / 100), line * (1 + NEAR_PERCENT / 100), color="gray", alpha=0.2,
-                    label=f"within {NEAR_PERCENT:.0f}%")
-    for k, p in rows:
-        ax.scatter([k.gbs], [p], marker=WIDTH_MARKERS[k.width_bytes], color=MIX_COLORS[k.reads], s=40, zorder=4)
-        ax.annotate(k.name, (k.gbs, p), fontsize=7, xytext=(4, -3), textcoords="offset points")
-    for r in READS:
-        ax.scatter([], [], color=MIX_COLORS[r], label=f"{r} read{'s' if r > 1 else ''} : 1 write")
-    ax.set_xlim(1500, top)
-    ax.set_ylim(1500, top)
-    ax.set_xlabel("measured GB/s")
-    ax.set_ylabel("predicted from bytes in flight, GB/s")
+    rows = [(k, p) for k, p in rows if p][::-1]
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(rows) + 1.6))
+    for y, (k, p) in enumerate(rows):
+        color = MIX_COLORS[k.reads]
+        ax.plot([k.gbs * (1 - NEAR_PERCENT / 100), k.gbs * (1 + NEAR_PERCENT / 100)], [y, y], color="lightgray", lw=6,
+                solid_capstyle="butt", zorder=1)
+        ax.plot([k.gbs, p], [y, y], color=color, lw=1, zorder=2)
+        ax.scatter([k.gbs], [y], color=color, marker=WIDTH_MARKERS[k.width_bytes], s=36, zorder=3)
+        ax.scatter([p], [y], facecolors="white", edgecolors=color, marker=WIDTH_MARKERS[k.width_bytes], s=36, zorder=3)
+    ax.set_yticks(range(len(rows)), [f"{k.name} ({_kib(k.bytes_in_flight_per_sm)} KiB/SM)" for k, _ in rows], fontsize=8)
+    ax.scatter([], [], color="gray", label="measured")
+    ax.scatter([], [], facecolors="white", edgecolors="gray", label="predicted from bytes in flight")
+    ax.plot([], [], color="lightgray", lw=6, label=f"measured +/- {NEAR_PERCENT:.0f}%")
+    ax.set_xlabel("GB/s (read + write); colour: reads per write (green 1, orange 2, blue 3); squares: 16-byte")
     where = record.provenance.describe() if record.provenance else ""
-    ax.set_title(f"the model against the measurement (circles 4-byte, squares 16-byte)\n{where}", fontsize=9)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(f"each kernel: the model's prediction against its measurement\n{where}", fontsize=9)
+    ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig
 
@@ -1012,7 +1010,7 @@ def chase_table(record: BytesInFlight) -> str:
 
 def loaded_latency_table(record: BytesInFlight, reads: int = 3, width: int = 16) -> str:
     """Little's law solved for the latency along one curve: the latency each probe's rate implies."""
-    lines = [f"{reads} reads : 1 write, {width}-byte probes",
+    lines = [f"{reads} read{'s' if reads > 1 else ''} : 1 write, {width}-byte probes",
              f"{'in flight/SM':>12s} {'GB/s':>6s} {'implied latency':>15s}"]
     for q, gbs in curve_points(record.probes, reads, width):
         latency = implied_latency_ns(q, record.sms, gbs * reads / (reads + 1))
