@@ -181,7 +181,7 @@ def test_each_kernels_mix_is_what_the_ledger_counts():
     a, b, c = (cuda.to_device(h) for h in host)
     t, out = poisoned(n), poisoned(n)
     table = inflight.kernel_launchers(a, b, c, 1.7, t, out)
-    for name, shape in inflight.SHAPES.items():
+    for name, shape in {**inflight.SHAPES, **inflight.DIAGNOSTICS}.items():
         if name not in table:  # the linked CUDA C runs on a GPU only
             assert roofline.VARIANT_INFO[name].gpu_only
             continue
@@ -308,3 +308,10 @@ def test_chase_latency_reads_only_uncached_samples():
     new = inflight.ChasePoint(footprint_bytes=1 << 30, stride_bytes=128, order="page_local", steps=10,
                               ns_per_load=344.0, samples_ns=[345.0, 344.0, 343.0], fresh=True)
     assert new.latency_ns() == 344.0
+
+
+def test_same_in_flight_table_compares_with_the_matching_probe():
+    record = _record()
+    record.kernels[0].bytes_in_flight_per_sm = 1024  # the 4-byte, 3-read probe at 1 KiB reached 1500 GB/s
+    table = inflight.same_in_flight_table(record)
+    assert "naive" in table and "1500 GB/s (kernel +166.7%)" in table

@@ -259,6 +259,7 @@ class BytesInFlight(Record):
     library_copy_gbs: float | None = None
     library_copy: str | None = None
     blocks_per_sm_seen: dict[int, list[int]] = field(default_factory=dict)  # launched -> [fewest, most, SMs used]
+    diagnostics: list[KernelPoint] = field(default_factory=list)  # kernels that test an explanation, not predicted
     elapsed_s: float | None = None
     claims: list[Claim] = field(default_factory=list)
 
@@ -408,6 +409,13 @@ def copy_kernel(x, out):
     i = cuda.grid(1)
     if i < out.size:
         out[i] = x[i]
+
+
+@cuda.jit
+def scale_by_reciprocal_kernel(x, r, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x[i] * r  # scale_kernel's traffic, with a multiply where it divides
 
 
 def _vector_tail(n: int) -> int:
@@ -651,6 +659,12 @@ SHAPES: dict[str, Shape] = {s.name: s for s in [
 """Every kernel the model predicts.  ``tests/test_inflight.py`` checks the mixes against the ledger."""
 
 
+DIAGNOSTICS: dict[str, Shape] = {s.name: s for s in [
+    Shape("scale_by_reciprocal", "diagnostic", 1, 1, 4, 1, "full"),
+]}
+"""Kernels measured to test an explanation: ``scale_by_reciprocal`` is ``scale`` without its division."""
+
+
 def kernel_launchers(a: Any, b: Any, c: Any, s: float, t: Any, out: Any) -> dict[str, tuple[Any, tuple[Any, ...], Callable[[], None], np.ndarray]]:
     """name -> (kernel, its arguments, a launch, the expected output) for every kernel in :data:`SHAPES`."""
     n = out.size
@@ -663,6 +677,9 @@ def kernel_launchers(a: Any, b: Any, c: Any, s: float, t: Any, out: Any) -> dict
         "multiply": (multiply_kernel, (a, b, out), lambda: multiply_kernel[grid, BLOCK_SIZE](a, b, out), ha * hb),
         "scale": (scale_kernel, (a, s32, out), lambda: scale_kernel[grid, BLOCK_SIZE](a, s32, out), ha / s32),
         "copy": (copy_kernel, (a, out), lambda: copy_kernel[grid, BLOCK_SIZE](a, out), ha),
+        "scale_by_reciprocal": (scale_by_reciprocal_kernel, (a, np.float32(1) / s32, out),
+                                lambda: scale_by_reciprocal_kernel[grid, BLOCK_SIZE](a, np.float32(1) / s32, out),
+                                ha * (np.float32(1) / s32)),
         "add_vec4": (add_vec4_kernel, (a, b, out), lambda: add_vec4_kernel[vgrid, BLOCK_SIZE](a, b, out), ha + hb),
         "multiply_vec4": (multiply_vec4_kernel, (a, b, out),
                           lambda: multiply_vec4_kernel[vgrid, BLOCK_SIZE](a, b, out), ha * hb),
@@ -677,7 +694,7 @@ def kernel_launchers(a: Any, b: Any, c: Any, s: float, t: Any, out: Any) -> dict
 
 
 def measure_kernels(n: int = (1 << 26) + 3, repeats: int = 15, s: float = 1.7,
-                    log: Callable[[str], None] = print) -> list[KernelPoint]:
+                    log: Callable[[str], None] = print, shapes: dict[str, Shape] | None = None) -> list[KernelPoint]:
     """Each kernel of :data:`SHAPES`: checked bitwise against NumPy, its occupancy read, then timed."""
     _require_gpu("the series kernels' bandwidth")
     host = random_inputs(n, seed=5)
@@ -686,7 +703,7 @@ def measure_kernels(n: int = (1 << 26) + 3, repeats: int = 15, s: float = 1.7,
     out = cuda.device_array(n, dtype=np.float32)
     table = kernel_launchers(a, b, c, s, t, out)
     rows = []
-    for name, shape in SHAPES.items():
+    for name, shape in (SHAPES if shapes is None else shapes).items():
         row = KernelPoint(name=name, family=shape.family, reads=shape.reads, writes=shape.writes,
                           width_bytes=shape.width_bytes, groups_in_flight=shape.groups_in_flight, grid=shape.grid, n=n)
         try:
@@ -831,6 +848,7 @@ def measure(n_probe: int = 1 << 26, n_kernels: int = (1 << 26) + 3, repeats: int
     stage_done()
     log("series kernels ...")
     record.kernels = measure_kernels(n_kernels, repeats, log=log)
+    record.diagnostics = measure_kernels(n_kernels, repeats, log=log, shapes=DIAGNOSTICS)
     stage_done()
     log("2x2 ...")
     record.pipelines = measure_pipelines(n_kernels, repeats)
@@ -849,6 +867,9 @@ def report(record: BytesInFlight) -> str:
         off, offq = percent_off(p, k.gbs), percent_off(q, k.gbs)
         lines.append(f"{k.name:15s} {(k.bytes_in_flight_per_sm or 0) / 1024:7.1f} {k.gbs or 0:9.0f} {p or 0:9.0f} "
                      f"{off or 0:+6.1f}% {offq or 0:+6.1f}%")
+    for d in record.diagnostics:
+        lines.append(f"diagnostic {d.name}: {(d.bytes_in_flight_per_sm or 0) / 1024:.1f} KiB/SM, {d.gbs or 0:.0f} GB/s, "
+                     f"bitwise={d.bitwise_equal} {d.error or ''}")
     for p in record.pipelines:
         pred = pipeline_prediction_ms(record, p.name)
         lines.append(f"{p.name:24s} {p.median_ms or 0:.4f} ms (model {pred or 0:.4f}) bitwise={p.bitwise_equal} "
@@ -1056,6 +1077,21 @@ def two_by_two(record: BytesInFlight) -> dict[str, float | None]:
         "both": ratio("three kernels, 4-byte", "fused, 16-byte"),
     }
 
+
+
+def same_in_flight_table(record: BytesInFlight) -> str:
+    """Kernels against the resident-grid probe of the same mix, width and bytes in flight (one access per thread, 8 blocks per SM)."""
+    lines = [f"{'kernel':20s} {'grid':>8s} {'mix':>5s} {'width':>5s} {'in flight/SM':>12s} {'GB/s':>6s}  "
+             "resident probe, same bytes in flight"]
+    for k in [*record.kernels, *record.diagnostics]:
+        if not k.gbs or k.groups_in_flight != 1:
+            continue
+        probe = [p.gbs for p in record.probes if p.grid == "resident" and p.reads == k.reads and p.unroll == 1
+                 and p.width_bytes == k.width_bytes and p.bytes_in_flight_per_sm == k.bytes_in_flight_per_sm and p.gbs]
+        seen = f"{probe[0]:6.0f} GB/s (kernel {100 * (k.gbs / probe[0] - 1):+.1f}%)" if probe else "-"
+        lines.append(f"{k.name:20s} {k.grid:>8s} {k.reads:>3d}:1 {k.width_bytes:>4d}B {_kib(k.bytes_in_flight_per_sm):>8s} KiB "
+                     f"{k.gbs:6.0f}  {seen}")
+    return "\n".join(lines)
 
 if __name__ == "__main__":
     raise SystemExit(main())

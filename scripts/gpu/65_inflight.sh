@@ -4,10 +4,11 @@
 # streaming probe kernels against bytes in flight per SM (1-3 reads : 1 write, 4- and 16-byte
 # accesses, 1/2/4 groups per thread in flight, 1-8 resident blocks per SM), every series kernel
 # (add, multiply, scale, a copy, fused and notebook 07's variants, 16-byte three kernels) and the
-# 2x2 {4-byte, 16-byte} x {three kernels, fused}.  Writes results/<gpu>/bytes_in_flight.json
+# 2x2 {4-byte, 16-byte} x {three kernels, fused}, and scale_kernel with its division replaced by a
+# multiply (a diagnostic).  Writes results/<gpu>/bytes_in_flight.json
 # and bytes_in_flight.png, bytes_in_flight_model.png (copied to $OUT if set), and prints the
 # model's prediction against each measurement.
-# About 60-90 s on an H200 (most of it compiling ~35 kernels).
+# About 45 s on an H200 (the first run took 42 s, most of it compiling ~40 kernels).
 # Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/65_inflight.sh
 set -euo pipefail
 export PYTHONUNBUFFERED=1
