@@ -19,8 +19,6 @@ import inspect
 import json
 import os
 import re
-import subprocess
-import sys
 import textwrap
 import types as pytypes
 from dataclasses import dataclass, field
@@ -29,6 +27,8 @@ from typing import Any, Sequence
 
 from ..backend import is_simulator
 from ..device import compute_capability
+from .other_backend import COMPILER, OtherBackendError, run_under
+from .record import ArgInfo, ArgType, CannotAttribute
 
 # Parameters an array argument is flattened into by numba-cuda's data model:
 # meminfo, parent, nitems, itemsize, data, shape[ndim], strides[ndim].
@@ -37,44 +37,12 @@ _ARRAY_NITEMS_FIELD = 2
 _ARRAY_SHAPE_FIELD = 5
 
 
-class CannotAttribute(Exception):
-    """The static counter cannot say which array an access touches, or cannot compile the kernel."""
-
-
-@dataclass(frozen=True)
-class ArgType:
-    """A picklable description of one kernel argument's Numba type."""
-
-    kind: str  # "array" or "scalar"
-    dtype: str
-    ndim: int = 0
-    layout: str = "C"
-
-    @property
-    def n_params(self) -> int:
-        return 5 + 2 * self.ndim if self.kind == "array" else 1
-
-    def to_numba(self) -> Any:
-        from numba import types
-
-        dtype = getattr(types, self.dtype)
-        return types.Array(dtype, self.ndim, self.layout) if self.kind == "array" else dtype
-
-
 def describe_arg(value: Any) -> ArgType:
     """The :class:`ArgType` Numba would infer for a kernel argument."""
-    from numba import typeof
-    from numba.core import types
-
-    if is_simulator() and hasattr(value, "_numba_type_"):
-        ty = value._numba_type_
-    else:
-        ty = typeof(value)
-    if isinstance(ty, types.Array):
-        return ArgType("array", str(ty.dtype), ty.ndim, ty.layout)
-    if isinstance(ty, (types.Integer, types.Float, types.Boolean)):
-        return ArgType("scalar", str(ty))
-    raise CannotAttribute(f"cannot attribute accesses for an argument of type {ty}")
+    try:
+        return ArgInfo.of("argument", value).argtype
+    except TypeError as exc:
+        raise CannotAttribute(f"cannot attribute accesses for an argument of type {type(value).__name__}") from exc
 
 
 _DATA = -1
@@ -458,20 +426,26 @@ def kernel_source(py_func: Any, _seen: set[str] | None = None) -> str:
     return "\n".join(header + [own])
 
 
-_WORKER = """
-import json, sys
-request = json.load(sys.stdin)
-from numba import cuda, types
-namespace = {"cuda": cuda}
-exec(request["source"], namespace)
-fn = namespace[request["name"]]
-def build(a):
-    dtype = getattr(types, a["dtype"])
-    return types.Array(dtype, a["ndim"], a["layout"]) if a["kind"] == "array" else dtype
-sig = tuple(build(a) for a in request["argtypes"])
-ptx, _ = cuda.compile_ptx(fn, sig, cc=tuple(request["cc"]))
-sys.stdout.write(ptx)
-"""
+def compile_request(request: dict[str, Any]) -> str:
+    """Compile ``request["source"]``'s function ``request["name"]`` to PTX (run by :mod:`.other_backend`).
+
+    Runs with the real ``numba.cuda`` and no GPU: device functions are compiled for
+    the requested compute capability instead of asking the (absent) driver for one.
+    """
+    from numba import cuda
+    from numba.cuda import dispatcher
+
+    cc = tuple(request["cc"])
+
+    class _Device:
+        compute_capability = cc
+
+    dispatcher.get_current_device = lambda: _Device()  # no driver here: device functions use this cc
+    namespace: dict[str, Any] = {"cuda": cuda}
+    exec(compile(request["source"], f"<kernel {request['name']}>", "exec"), namespace)
+    sig = tuple(ArgType(**a).to_numba() for a in request["argtypes"])
+    ptx, _ = cuda.compile_ptx(namespace[request["name"]], sig, cc=cc)
+    return ptx
 
 
 def cache_dir() -> str:
@@ -496,24 +470,16 @@ def _compile_in_subprocess(source: str, name: str, argtypes: tuple[ArgType, ...]
     if os.path.exists(path):
         with open(path) as f:
             return f.read()
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    done = subprocess.run(
-        [sys.executable, "-c", _WORKER],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    if done.returncode != 0:
-        last = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
-        raise CannotAttribute(f"compiling {name} to PTX failed: {last[0]}")
+    try:
+        ptx = run_under(COMPILER, "helpers.counting.ptx:compile_request", request, timeout=300)
+    except OtherBackendError as exc:
+        raise CannotAttribute(f"compiling {name} to PTX failed: {exc}") from exc
     os.makedirs(cache_dir(), exist_ok=True)
     tmp = path + f".{os.getpid()}.tmp"
     with open(tmp, "w") as f:
-        f.write(done.stdout)
+        f.write(ptx)
     os.replace(tmp, path)
-    return done.stdout
+    return ptx
 
 
 def compile_ptx(kernel: Any, argtypes: Sequence[ArgType], cc: tuple[int, int] | None = None) -> str:

@@ -24,8 +24,9 @@ TILE = 16
 
 
 def side(n: int) -> tuple[int, int]:
-    """A 2-D shape of about ``n`` elements, rows != columns, neither a multiple of 16."""
-    rows = max(int(math.sqrt(n)), 2)
+    """A 2-D shape of about ``n`` elements, about twice as wide as tall (so a guard matched to the
+    wrong dimension shows)."""
+    rows = max(int(math.sqrt(n / 2)), 2)
     return rows, n // rows + 1
 
 
@@ -500,7 +501,7 @@ def transpose(x, out):
 def scale_2d_flat_guard(x, out):
     c, r = cuda.grid(2)
     k = r * x.shape[1] + c
-    if k < x.size:
+    if c < x.shape[1] and k < x.size:
         out[r, c] = x[r, c]
 
 
@@ -509,6 +510,60 @@ def first_row_2d(x, out):
     c, r = cuda.grid(2)
     if r == 0 and c < x.shape[1]:
         out[c] = x[0, c]
+
+
+@cuda.jit
+def fraction_of_the_array(x, out, fraction):
+    i = cuda.grid(1)
+    if i < x.size * fraction:
+        out[i] = x[i]
+
+
+@cuda.jit
+def halve_until_small(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        while v > 1:
+            v = v / 2
+        out[i] = v
+
+
+@cuda.jit
+def clamp_index_from_data(x, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        j = int(x[i] * 10) % out.size
+        out[j] = 1.0
+
+
+@cuda.jit
+def every_other_element(x, out):
+    i = cuda.grid(1)
+    if 2 * i < x.size:
+        out[2 * i] = x[2 * i]
+
+
+@cuda.jit
+def last_thread_writes(x, out):
+    i = cuda.grid(1)
+    if i == x.size - 1:
+        out[0] = x[i]
+
+
+@cuda.jit
+def copy_bool_mask(mask, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = 1.0 if mask[i] else 0.0
+
+
+@cuda.jit
+def two_d_row_guard_then_loop(x, out):
+    r = cuda.grid(1)
+    if r < x.shape[0]:
+        for c in range(1, x.shape[1] - 1):
+            out[r, c] = x[r, c - 1] + x[r, c + 1]
 
 
 def _one(rng, n, dtype=np.float32):
@@ -538,7 +593,7 @@ SHAPES: list[Shape] = [
     Shape("thread_index_guard", thread_index_guard, lambda n, r: _one(r, n)),
     Shape("fill_constant", fill_constant, lambda n, r: [zeros(n)]),
     Shape("reversed_copy", reversed_copy, lambda n, r: _one(r, n)),
-    Shape("half_of_the_array", half_of_the_array, lambda n, r: _one(r, n), refuse="computed from"),
+    Shape("half_of_the_array", half_of_the_array, lambda n, r: _one(r, n)),
     Shape("saxpy", saxpy, lambda n, r: [np.float32(2.5), f32(r, n), f32(r, n), zeros(n)], ncu=True),
     Shape("series_fused", series_fused, lambda n, r: [f32(r, n), f32(r, n), f32(r, n), np.float32(2.0), zeros(n)]),
     Shape("copy_float64", copy_float64, lambda n, r: _one(r, n, np.float64), ncu=True),
@@ -552,7 +607,7 @@ SHAPES: list[Shape] = [
     Shape("with_nested_device_functions", with_nested_device_functions, lambda n, r: _one(r, n)),
     Shape("forward_difference", forward_difference, lambda n, r: _one(r, n)),
     Shape("three_point_interior", three_point_interior, lambda n, r: _one(r, n), ncu=True),
-    Shape("three_point_clamped", three_point_clamped, lambda n, r: _one(r, n), refuse="condition"),
+    Shape("three_point_clamped", three_point_clamped, lambda n, r: _one(r, n)),
     Shape("neighbours_unguarded_offset", neighbours_unguarded_offset, lambda n, r: [f32(r, n + 1), zeros(n)]),
     Shape("five_point_interior", five_point_interior, lambda n, r: _matrix(r, n), two_d_launch, ncu=True),
     Shape("gather", gather, lambda n, r: [f32(r, n), r.integers(0, n, n).astype(np.int64), zeros(n)],
@@ -565,17 +620,16 @@ SHAPES: list[Shape] = [
     Shape("grid_stride_scalar", grid_stride_scalar, lambda n, r: _one(r, n) + [np.int64(n - 5)], few_threads),
     Shape("grid_stride_int32", grid_stride_int32,
           lambda n, r: [np.arange(n, dtype=np.int32), np.full(n, 3, np.int32), zeros(n, dtype=np.int32)], few_threads),
-    Shape("grid_stride_half", grid_stride_half, lambda n, r: _one(r, n), few_threads, refuse="computed from"),
-    Shape("grid_stride_interior", grid_stride_interior, lambda n, r: _one(r, n), few_threads, refuse="grid-stride loop"),
+    Shape("grid_stride_half", grid_stride_half, lambda n, r: _one(r, n), few_threads),
+    Shape("grid_stride_interior", grid_stride_interior, lambda n, r: _one(r, n), few_threads),
     Shape("grid_stride_then_first_thread", grid_stride_then_first_thread,
           lambda n, r: _one(r, n) + [zeros(1)], few_threads),
-    Shape("grid_stride_even_only", grid_stride_even_only, lambda n, r: _one(r, n), few_threads,
-          refuse="inside the grid-stride loop"),
+    Shape("grid_stride_even_only", grid_stride_even_only, lambda n, r: _one(r, n), few_threads),
     Shape("grid_stride_positive_only", grid_stride_positive_only, lambda n, r: _one(r, n), few_threads,
           refuse="loaded from memory"),
-    Shape("row_sums", row_sums, lambda n, r: [f32(r, *side(n)), zeros(side(n)[0])], refuse="loop"),
+    Shape("row_sums", row_sums, lambda n, r: [f32(r, *side(n)), zeros(side(n)[0])]),
     Shape("repeat_scalar_times", repeat_scalar_times, lambda n, r: _one(r, n)[:1] + [np.int64(3), zeros(n)],
-          refuse="loop"),
+          ),
     Shape("block_max", block_max, lambda n, r: [f32(r, n), zeros(blocks(n))], ncu=True),
     Shape("block_max_one_block", block_max, lambda n, r: [f32(r, n), zeros(1)], lambda n: (1, BLOCK)),
     Shape("block_sum_guarded", block_sum_guarded, lambda n, r: [f32(r, n), zeros(blocks(n))]),
@@ -585,8 +639,15 @@ SHAPES: list[Shape] = [
           lambda n, r: [f32(r, *side(n)), f32(r, *side(n)), zeros(*side(n))], two_d_launch),
     Shape("transpose", transpose, lambda n, r: [f32(r, *side(n)), zeros(*reversed(side(n)))],
           two_d_transposed_launch, ncu=True),
-    Shape("scale_2d_flat_guard", scale_2d_flat_guard, lambda n, r: _matrix(r, n), two_d_launch,
-          refuse="computed from"),
+    Shape("scale_2d_flat_guard", scale_2d_flat_guard, lambda n, r: _matrix(r, n), two_d_launch),
+    Shape("fraction_of_the_array", fraction_of_the_array, lambda n, r: _one(r, n) + [np.float32(0.5)],
+          refuse="floating-point"),
+    Shape("halve_until_small", halve_until_small, lambda n, r: [f32(r, n) * 8, zeros(n)], refuse="loaded from memory"),
+    Shape("clamp_index_from_data", clamp_index_from_data, lambda n, r: _one(r, n), refuse="loaded from memory"),
+    Shape("every_other_element", every_other_element, lambda n, r: _one(r, n)),
+    Shape("last_thread_writes", last_thread_writes, lambda n, r: [f32(r, n), zeros(1)]),
+    Shape("copy_bool_mask", copy_bool_mask, lambda n, r: [r.random(n) > 0.5, zeros(n)]),
+    Shape("two_d_row_guard_then_loop", two_d_row_guard_then_loop, lambda n, r: _matrix(r, n)),
     Shape("first_row_2d", first_row_2d, lambda n, r: [f32(r, *side(n)), zeros(side(n)[1])], two_d_launch),
 ]
 
