@@ -342,7 +342,7 @@ def _caller_names(args: Sequence[Any]) -> list[str]:
     names = []
     for i, arg in enumerate(args):
         name = f"arg{i}"
-        if frame is not None and is_array(arg):
+        if frame is not None and not isinstance(arg, (bool, int, float, np.number)):  # numbers: identity is ambiguous
             for scope in (frame.f_locals, frame.f_globals):
                 match = next((k for k, v in scope.items() if v is arg and not k.startswith("_")), None)
                 if match:
