@@ -508,6 +508,15 @@ def collect_corpus(log2_n: int = 26, shapes_file: str = CORPUS_SHAPES_FILE, out_
     return payload
 
 
+def load_corpus_results() -> dict[str, Any] | None:
+    """The committed H200 corpus measurement, or ``None`` (with a printed note) when there is none yet."""
+    try:
+        return read_result(CORPUS_RESULT_NAME)
+    except FileNotFoundError as exc:
+        print(f"note: {exc}. It is measured by scripts/gpu/22_ncu_corpus.sh.")
+        return None
+
+
 def corpus_table(payload: dict[str, Any]) -> str:
     """The ledger's bytes beside ncu's DRAM bytes, in MB, one row per launch."""
     if "error" in payload:
