@@ -474,7 +474,7 @@ def collect_corpus(log2_n: int = 26, shapes_file: str = CORPUS_SHAPES_FILE, out_
     n = 2**log2_n
     names = sorted({*SERIES_KERNELS, *(s.kernel.py_func.__name__ if hasattr(s.kernel, "py_func") else s.name
                                        for s in load_shapes(shapes_file).SHAPES if s.ncu)})
-    regex = "regex:^(" + "|".join(names) + ")$"
+    regex = "regex:(" + "|".join(names) + ")"
     l2 = l2_bytes()
     payload: dict[str, Any] = {
         "what": "DRAM bytes per launch (Nsight Compute, L2 kept between kernels) beside the trip ledger's count",
