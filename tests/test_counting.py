@@ -236,3 +236,29 @@ def test_launch_dims_drop_numbas_padding_but_keep_real_dimensions():
     assert launch_dims((1, 1, 1), (1, 1, 1)) == ((1,), (1,))
     assert launch_dims((4, 3, 1), (16, 16, 1)) == ((4, 3), (16, 16))
     assert launch_dims((4, 1), (16, 16)) == ((4, 1), (16, 16))  # block y > 1: a real 2-D launch
+
+
+@cuda.jit
+def copy_unguarded(x, out):
+    i = cuda.grid(1)
+    out[i] = x[i]
+
+
+def test_an_index_past_the_end_is_not_recorded_as_another_element():
+    from helpers.counting.traffic import _flat_elements
+
+    assert _flat_elements((5,), 7).size == 0  # not element 7 % 5 = 2
+    assert _flat_elements((5,), -1).tolist() == [4]  # a negative index wraps, as in Python
+    x, out = device(np.ones(N, np.float32), np.zeros(N, np.float32))
+    with pytest.raises(IndexError):
+        simulated_traffic(copy_unguarded, blocks_for(N), BLOCK_SIZE, (x, out))
+
+
+def test_the_other_backend_reports_the_real_error():
+    from helpers.counting.other_backend import COMPILER, OtherBackendError, run_under
+
+    with pytest.raises(OtherBackendError, match="ZeroDivisionError|division by zero|KeyError"):
+        run_under(COMPILER, "helpers.counting.ptx:compile_request", {"source": "1/0", "name": "k", "argtypes": [],
+                                                                     "cc": [9, 0]})
+    with pytest.raises(ValueError, match="helpers.module:function"):
+        run_under(COMPILER, "os:system", {})
