@@ -455,7 +455,7 @@ def _install_simulator_hook() -> None:
         if current_engine() == "dynamic":
             wrapped, touches = recording_arguments(args)
             result = original(self, *wrapped)
-            traffic: Traffic | str = traffic_from_touches(name, args, names, touches)
+            traffic: Traffic | str = traffic_from_touches(name, record, touches)
         else:
             result = original(self, *args)
             traffic = _static_count(self, grid, block, record)

@@ -163,7 +163,8 @@ def simulated_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence
     simulator, so the count is available on both backends.  Do not call it inside
     a ``Ledger`` block: the ledger wraps arrays with its own counter.
     """
-    names = LaunchArgs.of(args, names).names
+    record = LaunchArgs.of(args, names)
+    names = record.names
     if not is_simulator():
         return _simulate_in_subprocess(kernel, griddim, blockdim, args, names)
     for i, a in enumerate(args):
@@ -172,7 +173,7 @@ def simulated_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence
     wrapped, touches = recording_arguments(args)
     kernel[_dims(griddim), _dims(blockdim)](*wrapped)
     func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
-    return traffic_from_touches(func.__name__, args, names, touches)
+    return traffic_from_touches(func.__name__, record, touches)
 
 
 def recording_arguments(args: Sequence[Any]) -> tuple[list[Any], dict[int, _ThreadTouches]]:
@@ -202,15 +203,14 @@ def recording_arguments(args: Sequence[Any]) -> tuple[list[Any], dict[int, _Thre
     return wrapped, touches
 
 
-def traffic_from_touches(kernel_name: str, args: Sequence[Any], names: Sequence[str],
-                         touches: dict[int, _ThreadTouches]) -> Traffic:
-    """Bytes per array from the recorded distinct loads and stores."""
+def traffic_from_touches(kernel_name: str, record: LaunchArgs, touches: dict[int, _ThreadTouches]) -> Traffic:
+    """Bytes per array from the recorded distinct loads and stores (names and item sizes from ``record``)."""
     traffic = Traffic(kernel_name, "simulator")
     for i, t in touches.items():
         loads, stores = t.counts()
-        itemsize = args[i].dtype.itemsize
-        traffic.read[names[i]] = traffic.read.get(names[i], 0) + loads * itemsize
-        traffic.written[names[i]] = traffic.written.get(names[i], 0) + stores * itemsize
+        info = record.args[i]
+        traffic.read[info.name] = traffic.read.get(info.name, 0) + loads * info.itemsize
+        traffic.written[info.name] = traffic.written.get(info.name, 0) + stores * info.itemsize
     return traffic
 
 
