@@ -76,7 +76,8 @@ def test_workload_ledger_joins_with_ncu_rows(tmp_path):
     assert all(r["within_3_percent"] is None for r in rows)  # unknown L2: no verdict
     rows = ncu.join(ledger, fake, l2_bytes=100)  # arrays of 1 KB are "large" against a 100-byte L2
     assert [r["within_3_percent"] for r in rows] == [False] * 4
-    totals = ncu.pipeline_totals({"modes": {"all": {"launches": rows}}})
+    totals = ncu.pipeline_totals(ncu.NcuDram(what="", metrics=[], l2_cache_bytes=None, sizes=[], modes={"all": {"launches": rows}},
+                                             agreement_check={}))
     assert [(t["pipeline"], t["ledger"]) for t in totals] == [("fused", 16 * 256), ("three kernels", 32 * 256)]
     with pytest.raises(ncu.NcuError, match="order"):
         ncu.join(ledger, fake[::-1], l2_bytes=None)
@@ -114,9 +115,13 @@ def test_corpus_join_puts_ncu_beside_the_ledger_and_keeps_refusals():
          "ledger_bytes_read": None, "ledger_bytes_written": None, "uncounted": "cannot count gather: ..."},
     ]
     rows = ncu.join_corpus(ledger, _corpus_kernels(["copy_guard_size", "gather"]))
-    assert rows[0]["ratio"] == pytest.approx(1500 / 4096)
-    assert rows[1]["ratio"] is None and rows[1]["uncounted"].startswith("cannot count")
-    table = ncu.corpus_table({"launches": rows})
+    assert rows[0].ratio == pytest.approx(1500 / 4096)
+    assert rows[1].ratio is None and rows[1].uncounted.startswith("cannot count")
+    record = ncu.NcuCorpus(what="", metrics=list(ncu.METRICS), l2_cache_bytes=None, n=512, cache_control="none",
+                           launches=rows)
+    table = ncu.corpus_table(record)
+    back = results.from_json(ncu.NcuCorpus, results.to_json(record))
+    assert back.launches[1].uncounted == rows[1].uncounted
     assert "not counted" in table.splitlines()[2] and "0.366" in table.splitlines()[1]
     with pytest.raises(ncu.NcuError, match="launch order differs"):
         ncu.join_corpus(ledger, _corpus_kernels(["gather", "copy_guard_size"]))
