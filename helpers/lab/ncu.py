@@ -19,6 +19,12 @@ Two cache policies are collected, because they answer different questions:
 Usage on a GPU machine (writes ``results/h200/ncu_dram.json``)::
 
     python3 -m helpers.lab.ncu collect --log2-sizes 20,22,24,26,28
+
+and, for the series kernels beside a few kernels of the test corpus (copies, saxpy,
+float64, two stencils, a transpose, a block reduction) at one size past L2, with the
+L2 kept between kernels (writes ``results/h200/ncu_corpus.json``)::
+
+    python3 -m helpers.lab.ncu corpus --log2-n 26
 """
 
 from __future__ import annotations
