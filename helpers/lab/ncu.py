@@ -542,7 +542,11 @@ def collect_corpus(log2_n: int = 26, shapes_file: str = CORPUS_SHAPES_FILE, out_
             if done.returncode != 0:
                 tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
                 raise NcuError(f"ncu exited with {done.returncode}: " + " | ".join(tail))
-            kernels = parse_ncu_csv(done.stdout)
+            try:
+                kernels = parse_ncu_csv(done.stdout)
+            except NcuError as exc:  # say what ncu printed instead (e.g. that no kernel matched)
+                tail = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.startswith("==")][-5:]
+                raise NcuError(f"{exc} ncu said: {' | '.join(tail) or '(nothing)'}") from None
             with open(ledger_path) as f:
                 ledger = json.load(f)
             record.command = " ".join(cmd[:-len(program)] + ["python3", "-m", "helpers.lab.ncu", "corpus-workload"])
