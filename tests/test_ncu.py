@@ -139,3 +139,12 @@ def test_the_corpus_workload_records_every_launch_in_the_simulator(tmp_path):
     assert all(r["uncounted"] is None for r in records)
     stencil = next(r for r in records if r["shape"] == "three_point_interior")
     assert stencil["ledger_bytes_read"] == 3 * 4 * (300 - 2)
+
+
+def test_the_corpus_kernel_pattern_matches_ncus_names_for_numba_kernels():
+    import re
+
+    pattern = re.compile(ncu.corpus_kernel_regex().removeprefix("regex:"))
+    full = "add_kernel[v1,cw51cXTLSUwv1sDUaKthqaNgoKmjgOR3W3Cw6igA9duC0hkwnNGiHEkYkrqQBFBT](Array<float, 1, C>)"
+    assert pattern.search(full) and pattern.search("block_max[v9,cw51c](Array<float, 1, C>)")
+    assert not pattern.search("series_fused[v1](Array<float, 1, C>)")

@@ -521,12 +521,18 @@ def join_corpus(ledger: list[dict[str, Any]], kernels: list[KernelCounters]) -> 
     return rows
 
 
+def corpus_kernel_regex(shapes_file: str = CORPUS_SHAPES_FILE) -> str:
+    """ncu's ``--kernel-name`` for the corpus run: unanchored, since ncu's function names carry
+    Numba's suffix (``add_kernel[v1,cw51...](Array<float, ...>)``)."""
+    names = sorted({*SERIES_KERNELS, *(getattr(s.kernel, "py_func", None).__name__ if hasattr(s.kernel, "py_func")
+                                       else s.kernel.__name__ for s in load_shapes(shapes_file).SHAPES if s.ncu)})
+    return "regex:(" + "|".join(names) + ")"
+
+
 def collect_corpus(log2_n: int = 26, shapes_file: str = CORPUS_SHAPES_FILE, out_dir: str | None = None) -> NcuCorpus:
     """Profile the corpus workload with the L2 kept between kernels; write ``results/<device>/ncu_corpus.json``."""
     n = 2**log2_n
-    names = sorted({*SERIES_KERNELS, *(s.kernel.py_func.__name__ if hasattr(s.kernel, "py_func") else s.name
-                                       for s in load_shapes(shapes_file).SHAPES if s.ncu)})
-    regex = "regex:(" + "|".join(names) + ")"
+    regex = corpus_kernel_regex(shapes_file)
     record = NcuCorpus(what="DRAM bytes per launch (Nsight Compute, L2 kept between kernels) beside the trip "
                             "ledger's count", metrics=list(METRICS), l2_cache_bytes=l2_bytes(), n=n,
                        cache_control="none")
