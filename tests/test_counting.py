@@ -17,7 +17,6 @@ from helpers.counting import (
     comparison_table,
     simulated_traffic,
     static_traffic,
-    threads_passing_guard,
 )
 from helpers.counting.ptx import CannotAttribute, count_global_accesses
 from helpers.lab.ncu import pipeline_comparisons
@@ -202,15 +201,6 @@ def test_every_pipeline_kernel_agrees_and_matches_the_ledger():
     assert [(x.bytes_read, x.bytes_written) for x in launches] == [
         (r.static.bytes_read, r.static.bytes_written) for r in rows
     ]
-
-
-def test_threads_passing_guard():
-    assert threads_passing_guard(4, 256, (1000,)) == 1000
-    assert threads_passing_guard(3, 256, (1000,)) == 768
-    assert threads_passing_guard((3, 4), (8, 8), (20, 30)) == 20 * 30
-    assert threads_passing_guard((2, 4), (8, 8), (20, 30)) == 16 * 30
-    with pytest.raises(ValueError, match="dimensions"):
-        threads_passing_guard((2, 2), 8, (20, 30))
 
 
 def test_host_arrays_are_refused_by_the_simulator_count():

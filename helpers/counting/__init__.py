@@ -27,12 +27,11 @@ from .traffic import (
     recording_arguments,
     simulated_traffic,
     static_traffic,
-    threads_passing_guard,
     traffic_from_touches,
 )
 
 __all__ = [
     "ArgInfo", "LaunchArgs", "is_array", "CannotAttribute", "Comparison", "PtxCounts", "Traffic", "compare_counts", "comparison_table",
     "count_global_accesses", "launch_dims", "recording_arguments", "simulated_traffic", "static_traffic",
-    "threads_passing_guard", "traffic_from_touches",
+    "traffic_from_touches",
 ]

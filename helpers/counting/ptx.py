@@ -1,7 +1,9 @@
-"""Read a kernel's compiled code (PTX) and count its global-memory loads and stores.
+"""Compile a kernel to PTX, and list its global-memory loads and stores per thread.
 
-This is the *static* count: it looks at the instructions the compiler emitted, not
-at what ran.  Each ``ld.global``/``st.global`` is attributed to the array argument
+The ledger's static count (:func:`helpers.counting.static_traffic`) compiles here and
+then follows the PTX for every thread (:mod:`helpers.counting.emulate`).  This module's
+:func:`count_global_accesses` is the per-thread *instruction* view a lesson shows: it
+looks at the instructions the compiler emitted, not at what ran.  Each ``ld.global``/``st.global`` is attributed to the array argument
 whose data pointer its address was computed from, by following registers forward
 from the ``ld.param`` that fetched that pointer.
 
@@ -33,8 +35,6 @@ from .record import ArgInfo, ArgType, CannotAttribute
 # Parameters an array argument is flattened into by numba-cuda's data model:
 # meminfo, parent, nitems, itemsize, data, shape[ndim], strides[ndim].
 _ARRAY_DATA_FIELD = 4
-_ARRAY_NITEMS_FIELD = 2
-_ARRAY_SHAPE_FIELD = 5
 
 
 def describe_arg(value: Any) -> ArgType:
@@ -84,10 +84,6 @@ class PtxCounts:
     local_accesses: int = 0
     instructions: list[GlobalAccess] = field(default_factory=list)
     grid_stride: bool = False
-    guard_sizes: set[tuple[int, int]] = field(default_factory=set)
-    """Array sizes the kernel's branches compare with: (argument, dimension; -1 for ``.size``)."""
-    guard_offset: bool = False
-    """True when a branch compares with a size *plus a constant* (e.g. ``i + 1 < n``)."""
 
     def loads(self, arg_index: int | None = None) -> int:
         return sum(1 for a in self.accesses if a.op == "load" and (arg_index is None or a.arg_index == arg_index))
@@ -179,29 +175,15 @@ def _find_loops(lines: list[str]) -> list[tuple[int, int]]:
     ]
 
 
-_IMMEDIATE_RE = re.compile(r"^(-?\d|0[fFdD][0-9a-fA-F]+$)")
-
-
-@dataclass
-class _Guards:
-    """What the kernel's conditional branches compare with."""
-
-    sizes: set[tuple[int, int]] = field(default_factory=set)
-    offset: bool = False
-
-
 def _scan(
-    lines: list[str], data_param: dict[int, int], size_param: dict[int, tuple[int, int]], loops: list[tuple[int, int]]
-) -> tuple[list[tuple[int | None, GlobalAccess]], int, _Guards]:
+    lines: list[str], data_param: dict[int, int], loops: list[tuple[int, int]]
+) -> tuple[list[tuple[int | None, GlobalAccess]], int]:
     """Every global access in program order with its loop, owner and address key."""
     taint: dict[str, frozenset[int]] = {}
-    sizes: dict[str, frozenset[tuple[int, int]]] = {}
-    constant: set[str] = set()
     found: list[tuple[int | None, GlobalAccess]] = []
     local = 0
-    guards = _Guards()
     for _ in range(3):  # loops carry values around a back edge: iterate to a fixed point
-        found, local, guards = [], 0, _Guards()
+        found, local = [], 0
         version: dict[str, int] = {}
         after_data_branch = False
         for i, line in enumerate(lines):
@@ -219,16 +201,11 @@ def _scan(
             family, _, rest = opcode.partition(".")
             if family == "bra":
                 after_data_branch = after_data_branch or guarded_by_data
-                for r in guard_regs:
-                    guards.sizes |= sizes.get(r, frozenset())
-                    guards.offset = guards.offset or r in constant
                 continue
             if opcode.startswith("ld.param"):
                 m = re.search(r"_param_(\d+)\]", operands)
                 if m and regs and int(m.group(1)) in data_param:
                     taint[regs[0]] = frozenset({data_param[int(m.group(1))]})
-                if m and regs and int(m.group(1)) in size_param:
-                    sizes[regs[0]] = frozenset({size_param[int(m.group(1))]})
                 if regs:
                     version[regs[0]] = version.get(regs[0], 0) + 1
                 continue
@@ -259,14 +236,8 @@ def _scan(
                 merged = frozenset().union(*(taint.get(r, frozenset()) for r in sources))
                 if merged:
                     taint[dest] = taint.get(dest, frozenset()) | merged
-                merged_sizes = frozenset().union(*(sizes.get(r, frozenset()) for r in sources))
-                if merged_sizes:
-                    sizes[dest] = sizes.get(dest, frozenset()) | merged_sizes
-                tokens = [t.strip() for t in operands.split(",")[1:]]
-                if any(r in constant for r in sources) or any(_IMMEDIATE_RE.match(t) for t in tokens):
-                    constant.add(dest)
                 version[dest] = version.get(dest, 0) + 1
-    return found, local, guards
+    return found, local
 
 
 def _distinct(accesses: list[GlobalAccess]) -> list[GlobalAccess]:
@@ -337,19 +308,15 @@ def analyze_ptx(ptx: str, argtypes: Sequence[ArgType]) -> PtxCounts:
             f"the PTX has {len(params)} parameters but the argument types imply {expected}"
         )
     data_param: dict[int, int] = {}
-    size_param: dict[int, tuple[int, int]] = {}
     first = 0
     for index, arg in enumerate(argtypes):
         if arg.kind == "array":
             data_param[first + _ARRAY_DATA_FIELD] = index
-            size_param[first + _ARRAY_NITEMS_FIELD] = (index, -1)
-            for dim in range(arg.ndim):
-                size_param[first + _ARRAY_SHAPE_FIELD + dim] = (index, dim)
         first += arg.n_params
 
     lines = _entry_lines(ptx)
     loops = _find_loops(lines)
-    found, local, guards = _scan(lines, data_param, size_param, loops)
+    found, local = _scan(lines, data_param, loops)
     grid_stride = bool(loops) and any("%nctaid" in ln for ln in lines)
 
     straight = _distinct([a for loop, a in found if loop is None])
@@ -367,8 +334,6 @@ def analyze_ptx(ptx: str, argtypes: Sequence[ArgType]) -> PtxCounts:
         local_accesses=local,
         instructions=[a for _, a in found],
         grid_stride=grid_stride,
-        guard_sizes=guards.sizes,
-        guard_offset=guards.offset,
     )
 
 

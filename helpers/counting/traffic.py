@@ -1,8 +1,8 @@
 """Count a launch's memory traffic two ways and put the counts side by side.
 
-* **Static** (:func:`static_traffic`): global loads and stores per thread, read from
-  the compiled PTX (:mod:`helpers.counting.ptx`), times the threads that pass the bounds
-  guard (every element, for a grid-stride loop), times the bytes per access.
+* **Static** (:func:`static_traffic`): the compiled PTX (:mod:`helpers.counting.ptx`)
+  followed on the host for every thread of the launch, on the integers only
+  (:mod:`helpers.counting.emulate`), recording the elements each thread touches.
 * **Simulated** (:func:`simulated_traffic`): the kernel runs in Numba's CUDA
   simulator, and every element each thread loads or stores is recorded.
 
@@ -12,7 +12,8 @@ load (the second read comes from a register: the compiler usually removes it, an
 the static counter drops it where the compiler could not); a read of an element the
 thread has just written is not a load either.  ``x[i]`` and ``x[i + 1]`` are two
 loads.  With that definition the two counts agree exactly, and the tests check it
-for every kernel of the series.
+for every kernel of the series and a corpus of kernels a student could write
+(tests/test_corpus.py), or the static count refuses with the construct it cannot follow.
 
 The third count, Nsight Compute's DRAM bytes, is in :mod:`helpers.lab.ncu`.
 """
@@ -31,7 +32,7 @@ import numpy as np
 from ..backend import is_simulator
 from .emulate import emulate
 from .other_backend import SIMULATOR, OtherBackendError, run_under
-from .ptx import PtxCounts, compile_ptx, kernel_source
+from .ptx import compile_ptx, kernel_source
 from .record import CannotAttribute, LaunchArgs, Traffic, is_array
 
 Dims = int | Sequence[int]
@@ -66,25 +67,8 @@ def _launch_args(args: Sequence[Any] | LaunchArgs, names: Sequence[str] | None) 
     return LaunchArgs.of(args, names)
 
 
-def threads_passing_guard(griddim: Dims, blockdim: Dims, shape: Sequence[int]) -> int:
-    """Threads whose index falls inside ``shape``: what a bounds guard lets through.
-
-    A 1-D launch over a 1-D array gives ``min(threads, n)``; a 2-D launch over a
-    2-D array clips each dimension (x against ``shape[0]``, y against
-    ``shape[1]``), as ``cuda.grid(2)`` with ``if i < shape[0] and j < shape[1]``
-    does.  Otherwise the launch is treated as flat: ``min(threads, size)``.
-    """
-    grid, block = _dims(griddim), _dims(blockdim)
-    if len(grid) != len(block):
-        raise ValueError(f"grid {grid} and block {block} have different numbers of dimensions")
-    extents = [g * b for g, b in zip(grid, block)]
-    if len(extents) == len(shape) > 1:
-        return prod(min(e, s) for e, s in zip(extents, shape))
-    return min(prod(extents), prod(shape))
-
-
 def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any] | LaunchArgs,
-                   names: Sequence[str] | None = None, counts: PtxCounts | None = None, ptx: str | None = None) -> Traffic:
+                   names: Sequence[str] | None = None, ptx: str | None = None) -> Traffic:
     """The launch's traffic as its compiled PTX says, without running it on the GPU.
 
     The PTX is followed on the host for every thread of the launch, on the integers
@@ -94,7 +78,6 @@ def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[An
     elements are touched (``out[idx[i]]``, ``if x[i] > 0``): never a guessed number.
     ``args`` may be the launch's values or its :class:`LaunchArgs` record; ``ptx`` may
     be given when it was already compiled (the ledger reads the launched kernel's own).
-    ``counts`` is accepted for compatibility and not needed.
     """
     launch = _launch_args(args, names)
     func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
