@@ -200,3 +200,18 @@ def test_counting_engine_names_its_choices():
     with pytest.raises(ValueError, match="auto, static, dynamic"):
         with counting_engine("ptx"):
             pass
+
+
+def test_an_argument_record_reads_foreign_arrays_through_their_cuda_array_interface():
+    from helpers.counting import ArgInfo
+
+    class Foreign:  # a torch-like tensor: its dtype is not a NumPy dtype
+        shape = (4, 3)
+        dtype = "torch.float32"
+        __cuda_array_interface__ = {"shape": (4, 3), "typestr": "<f4", "strides": None, "data": (0, False),
+                                    "version": 3}
+
+    info = ArgInfo.of("t", Foreign())
+    assert (info.is_array, info.dtype, info.shape, info.itemsize, info.strides) == (True, "float32", (4, 3), 4, (12, 4))
+    with pytest.raises(TypeError, match="`n` is None"):
+        ArgInfo.of("n", None)

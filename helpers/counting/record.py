@@ -85,9 +85,17 @@ class ArgInfo:
         if value is None:
             raise TypeError(f"`{name}` is None: pass an array or a number")
         if is_array(value):
-            dtype = np.dtype(value.dtype)
+            interface = getattr(value, "__cuda_array_interface__", None)
+            try:
+                dtype = np.dtype(value.dtype)
+            except TypeError:  # e.g. a torch tensor: its CUDA array interface names the NumPy type
+                if interface is None:
+                    raise TypeError(f"`{name}` has a dtype ({value.dtype}) a kernel cannot take") from None
+                dtype = np.dtype(interface["typestr"])
             shape = tuple(int(s) for s in value.shape)
-            strides = tuple(int(s) for s in getattr(value, "strides", ())) or _c_strides(shape, dtype.itemsize)
+            strides = (tuple(int(s) for s in interface["strides"]) if interface and interface.get("strides")
+                       else _c_strides(shape, dtype.itemsize) if interface else
+                       tuple(int(s) for s in getattr(value, "strides", ())) or _c_strides(shape, dtype.itemsize))
             return cls(name, True, _numba_name(dtype), shape, dtype.itemsize, strides)
         if isinstance(value, np.generic):
             dtype = np.dtype(type(value))
