@@ -52,7 +52,8 @@ def _merge(values: Sequence[Any]) -> Unknown | None:
     unknown = [v for v in values if isinstance(v, Unknown)]
     if not unknown:
         return None
-    return next((u for u in unknown if u.data), unknown[0])
+    # the most telling reason: a value from memory, then a named argument, then any
+    return next((u for u in unknown if u.data), next((u for u in unknown if "argument" in u.what), unknown[0]))
 
 
 @dataclass
@@ -185,7 +186,7 @@ class _Machine:
             elif isinstance(arg.value, (bool, int, np.integer)):
                 self.params.append(int(arg.value))
             else:
-                self.params.append(Unknown(False, f"the floating-point argument {arg.name}"))
+                self.params.append(Unknown(False, f"the floating-point argument `{arg.name}`"))
 
     # -- values --------------------------------------------------------------
     def operand(self, regs: dict[str, Any], text: str, n: int, special: dict[str, np.ndarray]) -> Any:
@@ -806,7 +807,8 @@ class _RangeMachine(_Machine):
         if is_float and (family not in ("selp", "mov", "cvt") or family == "setp" or kinds[-1][0] == "f"
                          or (family == "cvt" and kinds[0][0] == "f")):
             seen = _merge(sources)
-            result = seen if seen is not None and seen.data else Unknown(False, "a floating-point value")
+            result = seen if seen is not None and (seen.data or "argument" in seen.what) else \
+                Unknown(False, "a floating-point value")
             for d in dests:
                 put(d, result)
             return

@@ -641,7 +641,7 @@ SHAPES: list[Shape] = [
           two_d_transposed_launch, ncu=True),
     Shape("scale_2d_flat_guard", scale_2d_flat_guard, lambda n, r: _matrix(r, n), two_d_launch),
     Shape("fraction_of_the_array", fraction_of_the_array, lambda n, r: _one(r, n) + [np.float32(0.5)],
-          refuse="floating-point"),
+          refuse="floating-point argument `arg2`"),
     Shape("halve_until_small", halve_until_small, lambda n, r: [f32(r, n) * 8, zeros(n)], refuse="loaded from memory"),
     Shape("clamp_index_from_data", clamp_index_from_data, lambda n, r: _one(r, n), refuse="loaded from memory"),
     Shape("every_other_element", every_other_element, lambda n, r: _one(r, n)),
