@@ -479,11 +479,14 @@ def _install_gpu_hook() -> None:
         plain = _without_hints(args)
         names = _caller_names(plain)
         record = _check_launch(name, args, names)
-        result = original(self, args, launch_config)
         grid, block = launch_dims(launch_config.griddim, launch_config.blockdim)
-        if current_engine() == "dynamic":
-            traffic: Traffic | str = simulated_traffic(self, grid, block, plain, names)
-        else:
+        if current_engine() == "dynamic":  # on copies of the inputs as they are before this launch
+            try:
+                traffic: Traffic | str = simulated_traffic(self, grid, block, plain, names)
+            except (RuntimeError, ValueError) as failure:  # recorded like a refusal: the launch still runs
+                traffic = str(failure)
+        result = original(self, args, launch_config)
+        if current_engine() != "dynamic":
             ptx = None
             try:
                 ptx = self.inspect_asm(tuple(self.typeof_pyval(a) for a in plain))

@@ -222,11 +222,9 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
     with tempfile.TemporaryDirectory() as tmp:
         arrays, spec = {}, []
         for i, a in enumerate(args):
-            if hasattr(a, "copy_to_host"):
-                arrays[f"a{i}"] = a.copy_to_host()
+            if hasattr(a, "copy_to_host") or isinstance(a, np.ndarray):  # a host array: Numba copies it in
+                arrays[f"a{i}"] = a.copy_to_host() if hasattr(a, "copy_to_host") else np.ascontiguousarray(a)
                 spec.append({"array": f"a{i}"})
-            elif isinstance(a, np.ndarray):
-                raise TypeError(f"`{names[i]}` is a host (NumPy) array; pass a device array (cuda.to_device)")
             else:
                 info = LaunchArgs.of([a], [names[i]]).args[0]
                 spec.append({"dtype": np.dtype(type(a)).name if isinstance(a, np.generic) else
