@@ -515,7 +515,8 @@ def _launch(name: str, grid: tuple[int, ...], block: tuple[int, ...], record: La
     """One :class:`Launch` from a count (or the reason there is none), on either engine and backend."""
     threads = prod(grid) * prod(block)
     if isinstance(traffic, str):
-        return Launch(name, threads, [], "ptx", host_copies, uncounted=traffic)
+        method = "ptx" if current_engine() == "static" else "simulator"
+        return Launch(name, threads, [], method, host_copies, uncounted=traffic)
     return Launch(name, threads, _array_traffic(traffic, record), traffic.method, host_copies)
 
 
