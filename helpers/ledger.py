@@ -16,9 +16,13 @@ agree):
 * In the **simulator** the elements each thread loads and stores are recorded as the
   kernel runs (a recording subclass of the simulator's ``FakeCUDAArray`` is passed
   in place of each device array).
-* On a **GPU** the launch's own compiled PTX is read (:mod:`helpers.counting.ptx`): global
-  loads and stores per thread, attributed to array arguments, times the threads that
-  pass the bounds guard (every element, for a grid-stride loop).
+* On a **GPU** the launch's own compiled PTX is followed on the host for every thread
+  of the launch (:mod:`helpers.counting.emulate`), recording the elements each thread
+  loads and stores; where the PTX does not say (an index loaded from memory), the
+  launch is marked uncounted with the reason.
+
+``with counting_engine("static"):`` (or ``"dynamic"``) forces one engine on either
+backend, so a test or the grader can check that both give the same answer.
 
 A *trip*, as the chapter counts it, is one direction of traffic between a launch
 and device memory: a launch that reads arrays makes one read trip, a launch that
