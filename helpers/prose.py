@@ -1,0 +1,170 @@
+"""Measured figures quoted in the lessons' markdown, each tied to the data it comes from.
+
+A markdown cell that quotes a measured number puts a marker right after it::
+
+    the fused kernel is 2.27×<!-- fig: speedup_loop_2_28 --> faster
+    the PTX has 3<!-- out: fused_global_loads --> loads
+
+The marker is an HTML comment, so a reader never sees it.  ``fig: NAME`` names a
+function in :data:`FIGURES` that computes the number from a committed result in
+``results/h200/``; ``out: NAME`` names a pattern in :data:`OUTPUTS` whose first
+group is found in the notebook's own committed outputs.  :func:`check_markdown`
+compares the quoted number with the computed one at the precision it is quoted
+(``2.27`` must round from the data to 2.27, ``4,500`` to 4,500; a leading ``~``
+allows 5%) and returns one line per disagreement; ``tests/test_prose_figures.py``
+runs it over every lesson.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from . import ceiling
+from .results import RESULTS_DIR
+
+MARKER = re.compile(r"<!--\s*(fig|out):\s*([\w.]+)\s*-->")
+# The number a marker belongs to: the last one before it, with optional ~, thousands commas and decimals.
+NUMBER = re.compile(r"(~?)(-?\d[\d,]*(?:\.\d+)?)(?:e(-?\d+))?[^\d<>]{0,12}$")
+APPROX = 0.05
+
+FIGURES: dict[str, Callable[[], float]] = {}
+OUTPUTS: dict[str, str] = {}
+
+
+def figure(name: str) -> Callable[[Callable[[], float]], Callable[[], float]]:
+    """Register a function computing one quoted figure from committed results."""
+
+    def register(fn: Callable[[], float]) -> Callable[[], float]:
+        FIGURES[name] = fn
+        return fn
+
+    return register
+
+
+def committed(name: str, folder: Path | None = None) -> dict:
+    """A committed H200 result as plain JSON."""
+    return json.loads(((folder or RESULTS_DIR / "h200") / f"{name}.json").read_text())
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A number as written in prose: its value, its decimals, and whether it is marked approximate."""
+
+    value: float
+    decimals: int
+    approximate: bool
+
+    def agrees(self, actual: float) -> bool:
+        """True when ``actual`` is what this quote says, at the precision it is written."""
+        if self.approximate:
+            return abs(actual - self.value) <= APPROX * abs(self.value)
+        return round(actual, self.decimals) == round(self.value, self.decimals)
+
+
+def parse_quote(text_before: str) -> Quote | None:
+    """The number just before a marker (``text_before`` ends where the marker starts)."""
+    m = NUMBER.search(text_before[-40:])
+    if m is None:
+        return None
+    digits = m.group(2).replace(",", "")
+    decimals = len(digits.split(".")[1]) if "." in digits else 0
+    value = float(digits)
+    if m.group(3):
+        value *= 10 ** int(m.group(3))
+        decimals -= int(m.group(3))
+    return Quote(value, decimals, bool(m.group(1)))
+
+
+def check_markdown(text: str, outputs: str = "", figures: dict[str, Callable[[], float]] | None = None,
+                   patterns: dict[str, str] | None = None) -> list[str]:
+    """Every marker in ``text`` whose quoted number disagrees with its source, one line each."""
+    figures = FIGURES if figures is None else figures
+    patterns = OUTPUTS if patterns is None else patterns
+    problems = []
+    for m in MARKER.finditer(text):
+        kind, name = m.groups()
+        quote = parse_quote(text[: m.start()])
+        context = text[max(0, m.start() - 50): m.start()].replace("\n", " ")
+        if quote is None:
+            problems.append(f"no number before the marker {m.group(0)!r} ({context!r})")
+            continue
+        if kind == "fig":
+            if name not in figures:
+                problems.append(f"unknown figure {name!r}")
+                continue
+            actual = figures[name]()
+        else:
+            if name not in patterns:
+                problems.append(f"unknown output pattern {name!r}")
+                continue
+            found = re.search(patterns[name], outputs)
+            if found is None:
+                problems.append(f"output pattern {name!r} not found in the notebook's outputs")
+                continue
+            actual = float(found.group(1).replace(",", ""))
+        if not quote.agrees(actual):
+            problems.append(f"{context!r}: quoted {quote.value:g}, the data say {actual:.6g} ({kind}: {name})")
+    return problems
+
+
+def marked_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the numbers that carry a marker (for finding unmarked figures)."""
+    spans = []
+    for m in MARKER.finditer(text):
+        q = NUMBER.search(text[max(0, m.start() - 40): m.start()])
+        if q:
+            start = max(0, m.start() - 40) + q.start()
+            spans.append((start, m.start()))
+    return spans
+
+
+# Measured figures in prose: numbers with one of these units must carry a marker.
+MEASURED = re.compile(r"(?<![\w.^])~?\d[\d,]*(?:\.\d+)?\s*(?:µs|ms|GB/s|TB/s|%|×)")
+
+
+def unmarked_figures(text: str, allowed: tuple[str, ...] = ()) -> list[str]:
+    """Numbers with a unit of time, bandwidth, percent or ratio that carry no marker."""
+    spans = marked_spans(text)
+    found = []
+    for m in MEASURED.finditer(text):
+        if any(a <= m.start() < b for a, b in spans) or m.group(0).strip() in allowed:
+            continue
+        found.append(m.group(0))
+    return found
+
+
+# --- the figures --------------------------------------------------------------------
+
+
+@figure("hbm_bound_tbs")
+def _hbm_bound_tbs() -> float:
+    return ceiling.bound_gbs() / 1e3
+
+
+@figure("best_3to1_gbs")
+def _best_3to1() -> float:
+    return ceiling.best_measured("3:1").gbs
+
+
+@figure("best_3to1_pct_bound")
+def _best_3to1_pct() -> float:
+    return 100 * ceiling.best_measured("3:1").gbs / ceiling.bound_gbs()
+
+
+@figure("best_1to1_gbs")
+def _best_1to1() -> float:
+    return ceiling.best_measured("1:1").gbs
+
+
+@figure("best_1to1_pct_bound")
+def _best_1to1_pct() -> float:
+    return 100 * ceiling.best_measured("1:1").gbs / ceiling.bound_gbs()
+
+
+@figure("torch_compile_max_abs_diff")
+def _compile_diff() -> float:
+    return max(r["torch_compile_max_abs_diff"] for r in committed("fuser_vs_torch_compile")["rows"])

@@ -1,0 +1,95 @@
+"""Every measured figure quoted in a lesson's markdown agrees with the committed data it cites.
+
+Markers (see :mod:`helpers.prose`) tie each quoted number to a committed result or
+to the notebook's own outputs; in the lessons this file owns, a number with a unit
+of time, bandwidth, percent or ratio must carry one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from helpers import prose
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+# Lessons whose prose is checked for unmarked figures (the others are checked only where marked).
+STRICT = ("01_", "02_", "03_", "05_", "06_", "07_", "08_")
+# Figures that are not measurements: predictions from the counts, and rules of thumb.
+CONSTANTS = ("2×", "2.0×", "3×", "2 ×", "100%", "0%", "25%", "10%", "3%")
+
+
+def _outputs(nb) -> str:
+    texts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                texts.append(out.get("text", ""))
+            elif "text/plain" in out.get("data", {}):
+                texts.append(out["data"]["text/plain"])
+    return "\n".join(texts)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_quoted_figures_agree_with_their_data(path):
+    nb = nbformat.read(path, as_version=4)
+    outputs = _outputs(nb)
+    problems = [f"c{i}: {p}" for i, cell in enumerate(nb.cells) if cell.cell_type == "markdown"
+                for p in prose.check_markdown(cell.source, outputs)]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name.startswith(STRICT)], ids=lambda p: p.stem)
+def test_measured_figures_in_prose_are_marked(path):
+    nb = nbformat.read(path, as_version=4)
+    unmarked = [f"c{i}: {f!r}" for i, cell in enumerate(nb.cells) if cell.cell_type == "markdown"
+                for f in prose.unmarked_figures(cell.source, CONSTANTS)]
+    assert not unmarked, "figures without a marker (print them from code, or mark them):\n" + "\n".join(unmarked)
+
+
+def test_every_figure_computes_and_is_quoted_somewhere():
+    text = "\n".join(c.source for p in NOTEBOOKS for c in nbformat.read(p, as_version=4).cells)
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for name, fn in prose.FIGURES.items():
+        assert isinstance(fn(), float), name
+        assert f"fig: {name}" in text + readme, f"figure {name!r} is registered but quoted nowhere"
+
+
+# --- the mechanism itself, on doctored examples --------------------------------------
+
+
+def test_a_doctored_figure_fails():
+    figures = {"speedup": lambda: 2.2727}
+    assert prose.check_markdown("fused is 2.27×<!-- fig: speedup --> faster", figures=figures) == []
+    problems = prose.check_markdown("fused is 2.40×<!-- fig: speedup --> faster", figures=figures)
+    assert len(problems) == 1 and "quoted 2.4" in problems[0] and "2.2727" in problems[0]
+
+
+def test_precision_thousands_and_approximation():
+    figures = {"gbs": lambda: 4502.3, "tiny": lambda: 4.76837e-7}
+    assert prose.check_markdown("**4,502 GB/s**<!-- fig: gbs -->", figures=figures) == []
+    assert prose.check_markdown("4.5 TB/s<!-- fig: gbs -->", figures={"gbs": lambda: 4.5023}) == []
+    assert prose.check_markdown("4,510 GB/s<!-- fig: gbs -->", figures=figures) != []
+    assert prose.check_markdown("~4,400 GB/s<!-- fig: gbs -->", figures=figures) == []  # within 5%
+    assert prose.check_markdown("~4,000 GB/s<!-- fig: gbs -->", figures=figures) != []
+    assert prose.check_markdown("4.77e-7<!-- fig: tiny -->", figures=figures) == []
+
+
+def test_output_markers_read_the_notebooks_outputs():
+    patterns = {"speedup": r"measured (\d+\.\d+)x"}
+    outputs = "speedup: predicted 2.00x from bytes, measured 2.40x"
+    assert prose.check_markdown("measured 2.4×<!-- out: speedup -->", outputs, patterns=patterns) == []
+    assert prose.check_markdown("measured 2.2×<!-- out: speedup -->", outputs, patterns=patterns) != []
+    assert "not found" in prose.check_markdown("2.4×<!-- out: speedup -->", "", patterns=patterns)[0]
+
+
+def test_unknown_names_and_missing_numbers_are_reported():
+    assert "unknown figure" in prose.check_markdown("2.0<!-- fig: nope -->", figures={})[0]
+    assert "no number" in prose.check_markdown("fast<!-- fig: x -->", figures={"x": lambda: 1.0})[0]
+
+
+def test_unmarked_figures_are_found():
+    text = "takes 235 µs, reaches 83% and 2.40×<!-- fig: s -->; predicted 2×"
+    assert prose.unmarked_figures(text, ("2×",)) == ["235 µs", "83%"]
