@@ -76,7 +76,8 @@ def test_workload_ledger_joins_with_ncu_rows(tmp_path):
     assert all(r["within_3_percent"] is None for r in rows)  # unknown L2: no verdict
     rows = ncu.join(ledger, fake, l2_bytes=100)  # arrays of 1 KB are "large" against a 100-byte L2
     assert [r["within_3_percent"] for r in rows] == [False] * 4
-    totals = ncu.pipeline_totals({"modes": {"all": {"launches": rows}}})
+    totals = ncu.pipeline_totals(ncu.NcuDram(what="", metrics=[], l2_cache_bytes=None, sizes=[], modes={"all": {"launches": rows}},
+                                             agreement_check={}))
     assert [(t["pipeline"], t["ledger"]) for t in totals] == [("fused", 16 * 256), ("three kernels", 32 * 256)]
     with pytest.raises(ncu.NcuError, match="order"):
         ncu.join(ledger, fake[::-1], l2_bytes=None)

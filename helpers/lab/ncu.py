@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -43,13 +43,12 @@ from ..counting import Comparison, compare_counts
 from ..device import l2_bytes
 from ..ledger import Ledger
 from ..pipeline import add_kernel, fused_kernel, multiply_kernel, run_fused, run_three_kernels, scale_kernel
-from ..results import read_result, write_result
+from ..results import Record, ResultError, load, save
 from ..sizes import BLOCK_SIZE, blocks_for
 
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 PIPELINE_KERNELS = ("add_kernel", "multiply_kernel", "scale_kernel", "fused_kernel")
 KERNEL_REGEX = "regex:(add|multiply|scale|fused)_kernel"
-RESULT_NAME = "ncu_dram"
 AGREEMENT = 0.03  # the ledger must be within 3% of ncu ...
 LARGE = 4  # ... for arrays of at least 4x the L2 size
 
@@ -236,6 +235,20 @@ def join(ledger: list[dict[str, Any]], kernels: list[KernelCounters], l2_bytes: 
     return rows
 
 
+@dataclass(kw_only=True)
+class NcuDram(Record):
+    """Nsight Compute's DRAM bytes per launch beside the ledger's count, per cache policy."""
+
+    SCHEMA: ClassVar[str] = "ncu_dram"
+    VERSION: ClassVar[int] = 2
+    what: str
+    metrics: list[str]
+    l2_cache_bytes: int | None
+    sizes: list[int]
+    modes: dict[str, dict[str, Any]]
+    agreement_check: dict[str, Any]
+
+
 def collect(log2_sizes: Sequence[int], modes: Sequence[str] = ("all", "none")) -> dict[str, Any]:
     """Profile the workload under each cache policy and write ``results/<device>/ncu_dram.json``."""
 
@@ -262,9 +275,9 @@ def collect(log2_sizes: Sequence[int], modes: Sequence[str] = ("all", "none")) -
             except (NcuError, OSError, subprocess.TimeoutExpired) as exc:
                 payload["modes"][mode] = {"error": str(exc)}
     payload["agreement_check"] = agreement_check(payload)
-    path = write_result(RESULT_NAME, payload)
-    print(f"wrote {path}")
-    return payload
+    record = NcuDram(**payload)
+    print(f"wrote {save(record)}")
+    return record
 
 
 def agreement_check(results: dict[str, Any]) -> dict[str, Any]:
@@ -294,19 +307,19 @@ def agreement_check(results: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def load_results() -> dict[str, Any] | None:
+def load_results() -> NcuDram | None:
     """The committed H200 ncu results, or ``None`` (with a printed note) when there are none yet."""
 
     try:
-        return read_result(RESULT_NAME)
-    except FileNotFoundError as exc:
+        return load(NcuDram)
+    except ResultError as exc:
         print(f"note: {exc}. The hardware count is skipped here; it is collected by scripts/gpu/20_ncu.sh.")
         return None
 
 
-def pipeline_totals(results: dict[str, Any], mode: str = "all") -> list[dict[str, Any]]:
+def pipeline_totals(results: NcuDram, mode: str = "all") -> list[dict[str, Any]]:
     """Per size and pipeline ("three kernels", "fused"): ledger bytes and ncu DRAM bytes summed over launches."""
-    launches = results.get("modes", {}).get(mode, {}).get("launches", [])
+    launches = results.modes.get(mode, {}).get("launches", [])
     totals: dict[tuple[int, str], dict[str, Any]] = {}
     for r in launches:
         pipeline = "fused" if r["kernel"] == "fused_kernel" else "three kernels"
@@ -317,7 +330,7 @@ def pipeline_totals(results: dict[str, Any], mode: str = "all") -> list[dict[str
     return [totals[k] for k in sorted(totals)]
 
 
-def plot_dram_against_ledger(results: dict[str, Any]) -> Any:
+def plot_dram_against_ledger(results: NcuDram) -> Any:
     """DRAM bytes measured by ncu over bytes counted by the ledger, against array size, per pipeline and cache policy."""
     import matplotlib.pyplot as plt
 
@@ -330,9 +343,9 @@ def plot_dram_against_ledger(results: dict[str, Any]) -> Any:
                 y = [(t["ncu_read"] + t["ncu_written"]) / t["ledger"] for t in rows]
                 label = f"{pipeline}, L2 {'flushed before each kernel' if mode == 'all' else 'kept between kernels'}"
                 _ = ax.plot(x, y, style, marker=marker, label=label)
-    if results.get("l2_cache_bytes"):
-        _ = ax.axvline(results["l2_cache_bytes"] / 1e6, color="grey", lw=0.8)
-        _ = ax.text(results["l2_cache_bytes"] / 1e6, 0.05, " L2 size", color="grey")
+    if results.l2_cache_bytes:
+        _ = ax.axvline(results.l2_cache_bytes / 1e6, color="grey", lw=0.8)
+        _ = ax.text(results.l2_cache_bytes / 1e6, 0.05, " L2 size", color="grey")
     _ = ax.axhline(1.0, color="black", lw=0.8)
     ax.set_xscale("log")
     ax.set_ylim(0, 1.2)
@@ -360,7 +373,7 @@ def pipeline_comparisons(n: int, seed: int = 0) -> list[Comparison]:
     return [compare_counts(k, grid, BLOCK_SIZE, args, names) for k, args, names in launches]
 
 
-def three_way_table(comparisons: Sequence[Comparison], n_small: int, results: dict[str, Any], sizes: Sequence[int] | None = None) -> str:
+def three_way_table(comparisons: Sequence[Comparison], n_small: int, results: NcuDram, sizes: Sequence[int] | None = None) -> str:
     """The three counts side by side, per pipeline, in MB, at the sizes ncu measured.
 
     * PTX: the ledger's count on the GPU at that size (from the compiled code);
@@ -407,7 +420,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
 
         result = collect(sizes, args.modes.split(","))
-        print(json.dumps(result["agreement_check"]))
+        print(json.dumps(result.agreement_check))
 
 
 if __name__ == "__main__":
