@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict
-
 import pytest
 
 from helpers.lab import seed_claims as sc
@@ -53,8 +50,10 @@ def test_round_trip_and_table(tmp_path):
         compile=sc.CompileFusion(1024, 3, 1, ["triton_poi_fused_0"], "@triton.jit", 4.8e-7, False, 0.0, "2.9", "3.4"),
         errors={"x": "why"},
     )
-    (tmp_path / "seed_claims.json").write_text(json.dumps({"environment": {}, **asdict(claims)}))
+    sc.save(claims, tmp_path)
     back = sc.load(tmp_path)
+    assert back.provenance is not None and back.provenance.backend == "simulator"
+    back.provenance = claims.provenance
     assert back == claims
     text = sc.table(back)
     assert "132 SMs x 128 FP32 lanes = 16,896" in text and "torch.compile: 1" in text and "x not measured" in text

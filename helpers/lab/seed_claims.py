@@ -24,16 +24,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 from ..backend import is_simulator
 from ..device import FP32_LANES_PER_SM, compute_capability, sm_count
-from ..results import read_result, write_result
+from .. import results
+from ..results import Record
 from .ncu import KERNEL_REGEX, ncu_available, short_kernel_name
 
-RESULT_NAME = "seed_claims"
 NCU_LOG2_SIZE = 26  # 256 MiB per array: every kernel streams from DRAM, far past the 60 MiB L2
 
 # Asked of ncu in tiers: when a metric is unknown to the installed ncu the whole run
@@ -103,10 +103,12 @@ class CompileFusion:
     triton_version: str | None
 
 
-@dataclass
-class SeedClaims:
+@dataclass(kw_only=True)
+class SeedClaims(Record):
     """The three measurements together; any part may be missing (``None``) with the reason in ``errors``."""
 
+    SCHEMA: ClassVar[str] = "seed_claims"
+    VERSION: ClassVar[int] = 1
     lanes: LaneCount | None
     kernels: list[KernelUse] | None
     ncu_metrics: list[str]
@@ -281,24 +283,14 @@ def _set_ncu(claims: SeedClaims) -> None:
     claims.kernels, claims.ncu_metrics = profile_kernels()
 
 
-def save(claims: SeedClaims) -> Path:
-    """Write ``results/<device>/seed_claims.json`` (with the environment record)."""
-    return write_result(RESULT_NAME, asdict(claims))
+def save(claims: SeedClaims, folder: Path | None = None) -> Path:
+    """Write ``results/<device>/seed_claims.json`` (with the provenance of this machine)."""
+    return results.save(claims, folder)
 
 
 def load(folder: Path | None = None) -> SeedClaims:
     """The committed measurement (the H200's by default) as a :class:`SeedClaims`."""
-    raw = read_result(RESULT_NAME, folder)
-    lanes = raw.get("lanes")
-    kernels = raw.get("kernels")
-    comp = raw.get("compile")
-    return SeedClaims(
-        lanes=None if lanes is None else LaneCount(**lanes),
-        kernels=None if kernels is None else [KernelUse(**k) for k in kernels],
-        ncu_metrics=list(raw.get("ncu_metrics", [])),
-        compile=None if comp is None else CompileFusion(**comp),
-        errors=dict(raw.get("errors", {})),
-    )
+    return results.load(SeedClaims, folder)
 
 
 def table(claims: SeedClaims) -> str:
