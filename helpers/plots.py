@@ -83,9 +83,9 @@ def plot_arithmetic_sweep(fmas: Sequence[int], measured_ms: Sequence[float] | No
                           compute_ms_per_fma: float | None, knee: float | None) -> Figure:
     """Runtime against FMAs per element: flat while memory-bound, rising past the compute knee.
 
-    ``memory_ms`` is the predicted memory time (bytes over bandwidth) and
-    ``compute_ms_per_fma`` the predicted arithmetic time per FMA per element; the
-    prediction drawn is the larger of the two (the roofline).  Without measurements
+    ``memory_ms`` is the memory floor (bytes over the bound) and
+    ``compute_ms_per_fma`` the arithmetic floor per FMA per element (at peak); the
+    floor drawn is the larger of the two (the roofline).  Without measurements
     (the simulator) the panel says so.
     """
     fig, ax = plt.subplots(figsize=(7, 3.6))
@@ -95,7 +95,7 @@ def plot_arithmetic_sweep(fmas: Sequence[int], measured_ms: Sequence[float] | No
         return fig
     predicted = [max(memory_ms, k * compute_ms_per_fma) for k in fmas]
     ax.plot(fmas, measured_ms, "o-", label="measured (median)")
-    ax.plot(fmas, predicted, "--", color="grey", label="predicted: max(bytes / bandwidth, FLOPs / peak)")
+    ax.plot(fmas, predicted, "--", color="grey", label="floor: max(bytes / bandwidth, FLOPs / peak)")
     if knee is not None:
         ax.axvline(knee, color="#dd8452", lw=1)
         ax.annotate(f"predicted knee ~{knee:.0f} FMAs ", (knee, max(measured_ms)), color="#dd8452", ha="right", va="top")

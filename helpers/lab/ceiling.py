@@ -82,8 +82,11 @@ def best_measured(mix: str = "3:1", folder: Path | None = None) -> Best:
     return max(found, key=lambda b: b.gbs)
 
 
-def describe(mix: str = "3:1") -> str:
-    """Two lines: the bound and the best measurement of ``mix``, for a notebook to print."""
-    best = best_measured(mix)
-    return (f"bound: the H200's HBM3e datasheet, {bound_gbs():,.0f} GB/s\n"
-            f"{best.line()} = {best.gbs / bound_gbs():.0%} of the bound")
+def describe(mix: str = "3:1", folder: Path | None = None) -> str:
+    """Two lines: the bound, and the best committed measurement of ``mix`` with where it was taken."""
+    best = best_measured(mix, folder)
+    provenance = load(Roofline if best.source == "roofline.json" else Sweep, folder).provenance
+    where = provenance.describe() if provenance else "no provenance recorded"
+    return (f"bound: the H200's HBM3e datasheet, {bound_gbs():,.0f} GB/s (read + write)\n"
+            f"{best.line()} = {best.gbs / bound_gbs():.0%} of the bound\n"
+            f"  committed result: {where}")
