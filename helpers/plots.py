@@ -31,9 +31,15 @@ def plot_trips_vs_runtime(entries: Sequence[tuple[Ledger, Timing | None]], *, ti
 
     timed = [(ledger, timing) for ledger, timing in entries if timing is not None]
     if timed:
+        labelled: list[tuple[float, float]] = []
         for ledger, timing in timed:
-            runtime.scatter(ledger.bytes_per_element(), timing.median_ms, s=60, zorder=3)
-            runtime.annotate(f"  {ledger.name} ({ledger.trips} trips)", (ledger.bytes_per_element(), timing.median_ms))
+            point = (ledger.bytes_per_element(), timing.median_ms)
+            runtime.scatter(*point, s=60, zorder=3)
+            # points that (nearly) coincide get their labels stacked, not drawn over each other
+            below = sum(1 for x, y in labelled if x == point[0] and abs(y - point[1]) <= 0.08 * max(y, point[1]))
+            labelled.append(point)
+            runtime.annotate(f"{ledger.name} ({ledger.trips} trips)", point, xytext=(8, -13 * below),
+                             textcoords="offset points", va="center")
         runtime.set_xlabel("bytes moved per element")
         runtime.set_ylabel("median runtime (ms)")
         runtime.set_xlim(0, max(per_element) * 1.6)
