@@ -177,3 +177,17 @@ def _compile_diff() -> float:
     diffs = [r["torch_compile_max_abs_diff"] for r in rows if "torch_compile_max_abs_diff" in r]
     diffs += [c["max_abs_diff"] for r in rows for k, c in r.get("contenders", {}).items() if "compile" in k]
     return float(max(diffs))
+
+
+def _roofline_row(n: int = 2**28) -> dict:
+    return committed("roofline")["runs"][str(n)]
+
+
+def _best_3to1_at(row: dict) -> float:
+    return max(row[k]["gbs"] for k in ("stream3", "stream3_torch_compile") if row.get(k) and row[k].get("gbs"))
+
+
+@figure("naive_pct_best")
+def _naive_pct_best() -> float:
+    row = _roofline_row()
+    return 100 * row["variants"]["naive"]["gbs"] / _best_3to1_at(row)
