@@ -191,3 +191,19 @@ def _best_3to1_at(row: dict) -> float:
 def _naive_pct_best() -> float:
     row = _roofline_row()
     return 100 * row["variants"]["naive"]["gbs"] / _best_3to1_at(row)
+
+
+def _sweep_speedup(mode: str, n: int = 2**28) -> float:
+    times = {m["implementation"]: m["median_ms"] for m in committed("bench_sweep")["measurements"]
+             if m["n"] == n and m["mode"] == mode}
+    return times["numba three kernels"] / times["numba fused"]
+
+
+@figure("speedup_loop_2_28")
+def _speedup_loop() -> float:
+    return _sweep_speedup("loop")
+
+
+@figure("speedup_cold_2_28")
+def _speedup_cold() -> float:
+    return _sweep_speedup("gpu_cold")
