@@ -56,4 +56,5 @@ def test_round_trip_and_table(tmp_path):
     back.provenance = claims.provenance
     assert back == claims
     text = sc.table(back)
-    assert "132 SMs x 128 FP32 lanes = 16,896" in text and "torch.compile: 1" in text and "x not measured" in text
+    assert "132 SMs x 128 FP32 lanes per SM = 16,896" in text and "torch.compile launches 1" in text
+    assert "x not measured" in text and "long_scoreboard (75% of stalls)" in text

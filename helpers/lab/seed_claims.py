@@ -293,24 +293,45 @@ def load(folder: Path | None = None) -> SeedClaims:
     return results.load(SeedClaims, folder)
 
 
+def lanes_line(lanes: LaneCount) -> str:
+    """``132 SMs x 128 FP32 lanes per SM = 16,896 FP32 lanes``."""
+    return f"{lanes.sm_count} SMs x {lanes.fp32_lanes_per_sm} FP32 lanes per SM = {lanes.lanes:,} FP32 lanes"
+
+
+def kernels_table(kernels: Sequence[KernelUse]) -> str:
+    """One line per kernel: its time, how busy the SMs and the DRAM were, the issue slots used, the top stall."""
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{v:.0f}%"
+
+    lines = [f"{'kernel':16} {'time':>9} {'SMs busy':>9} {'DRAM busy':>10} {'issue slots':>12}  warps mostly waiting on"]
+    for k in kernels:
+        top = k.top_stall()
+        dur = "-" if k.duration_us is None else f"{k.duration_us:.1f} us"
+        lines.append(f"{k.kernel:16} {dur:>9} {pct(k.sm_throughput_pct):>9} {pct(k.dram_throughput_pct):>10} "
+                     f"{pct(k.issue_active_pct):>12}  {'-' if top is None else f'{top[0]} ({top[1]:.0%} of stalls)'}")
+    return "\n".join(lines)
+
+
+def compile_lines(c: CompileFusion) -> str:
+    """Kernels launched by eager torch and by torch.compile, and the compiled result against NumPy."""
+    return "\n".join([
+        f"torch eager launches {c.eager_kernels} GPU kernels for (a + b) * c / s; torch.compile launches "
+        f"{c.compiled_kernels}: {', '.join(c.compiled_kernel_names)}",
+        f"torch.compile against NumPy: bitwise equal {c.bitwise_equal_to_numpy}, largest difference {c.max_abs_diff_vs_numpy:.3g}; "
+        f"torch eager: largest difference {c.max_abs_diff_eager_vs_numpy:.3g}",
+        f"(torch {c.torch_version}, Triton {c.triton_version}, n = {c.n:,})",
+    ])
+
+
 def table(claims: SeedClaims) -> str:
     """A short printable summary of what was measured."""
     out = []
     if claims.lanes:
-        l = claims.lanes
-        out.append(f"lanes: {l.sm_count} SMs x {l.fp32_lanes_per_sm} FP32 lanes = {l.lanes:,}")
+        out.append("lanes: " + lanes_line(claims.lanes))
     if claims.kernels:
-        out.append(f"{'kernel':16} {'time':>9} {'SM busy':>8} {'DRAM busy':>9} {'issue':>6}  top stall")
-        for k in claims.kernels:
-            top = k.top_stall()
-            pct = lambda v: "-" if v is None else f"{v:.0f}%"  # noqa: E731
-            dur = "-" if k.duration_us is None else f"{k.duration_us:.1f} us"
-            out.append(f"{k.kernel:16} {dur:>9} {pct(k.sm_throughput_pct):>8} {pct(k.dram_throughput_pct):>9} "
-                       f"{pct(k.issue_active_pct):>6}  {'-' if top is None else f'{top[0]} ({top[1]:.0%})'}")
+        out.append(kernels_table(claims.kernels))
     if claims.compile:
-        c = claims.compile
-        out.append(f"torch eager: {c.eager_kernels} kernels; torch.compile: {c.compiled_kernels} "
-                   f"({', '.join(c.compiled_kernel_names)}); max |compiled - numpy| = {c.max_abs_diff_vs_numpy:.3g}")
+        out.append(compile_lines(claims.compile))
     out += [f"{part} not measured: {why}" for part, why in claims.errors.items()]
     return "\n".join(out)
 
