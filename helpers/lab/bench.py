@@ -8,7 +8,7 @@ every implementation it
 2. times it with CUDA events in three modes (see :data:`helpers.lab.sweep_analysis.MODES`):
    ``loop`` (what a Python loop sees, launch overhead included), ``gpu`` (GPU time
    only, L2 warm) and ``gpu_cold`` (GPU time only, L2 flushed first);
-3. writes every sample, the environment record and pass/fail performance bars to
+3. writes every sample, the provenance and what it checked about the GPU to
    ``results/<device>/bench_sweep.json``, then plots.
 
 Memory is allocated once at the largest size; a smaller size uses prefix views,
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
+import os
 import re
 import statistics
 import sys
@@ -351,6 +352,15 @@ _POWER = re.compile(r"^2\^(\d+)$")
 _RANGE = re.compile(r"^2\^(\d+)\.\.2\^(\d+)(?::(\d+))?$")
 
 
+MAX_EXPONENT = 40  # 2^40 float32 elements are 4 TiB per array: more than any GPU holds
+
+
+def _check_exponent(token: str, exponent: int) -> None:
+    if exponent > MAX_EXPONENT:
+        raise ValueError(f"size {token!r}: 2^{exponent} elements is far more than any GPU's memory; "
+                         f"use exponents up to {MAX_EXPONENT} (2^28 fills an H200 sweep)")
+
+
 def parse_sizes(text: str) -> list[int]:
     """``"2^10..2^28"`` (every power), ``"2^10..2^28:2"`` (every other), ``"1000,2^20"``: sorted sizes."""
     sizes: set[int] = set()
@@ -361,8 +371,10 @@ def parse_sizes(text: str) -> list[int]:
             first, last, step = int(match[1]), int(match[2]), int(match[3] or 1)
             if first > last or step < 1:
                 raise ValueError(f"size range {token!r}: write 2^LOW..2^HIGH[:STEP] with LOW <= HIGH and STEP >= 1")
+            _check_exponent(token, last)
             sizes.update(2**k for k in range(first, last + 1, step))
         elif match := _POWER.match(token):
+            _check_exponent(token, int(match[1]))
             sizes.add(2 ** int(match[1]))
         elif token.isdigit():
             sizes.add(int(token))
@@ -395,7 +407,22 @@ def check_options(options: Options) -> Options:
             f"size {max(options.sizes)} is too large for the CUDA simulator (it runs a few thousand GPU threads "
             f"per second); use sizes up to {SIMULATOR_MAX_SIZE}, e.g. --sizes 100,300"
         )
+    if options.out is not None:
+        check_output_folder(Path(options.out))
+    _check_memory(max(options.sizes))  # on a GPU: before anything is allocated
     return options
+
+
+def check_output_folder(folder: Path) -> None:
+    """Raise ValueError unless ``folder`` is, or can be made, a writable folder."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "is a file" if existing == folder else f"is inside {existing}, which is a file"
+        raise ValueError(f"--out {folder} {what}, not a folder: give a folder for the JSON and PNG files")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {folder}: cannot write in {existing} (permission denied)")
 
 
 def build_parser() -> argparse.ArgumentParser:
