@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import prose
+from helpers.lab import prose_figures as prose
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 # Lessons whose prose is checked for unmarked figures (the others are checked only where marked).
@@ -22,23 +22,9 @@ CONSTANTS = ("2×", "2.0×", "3×", "100%", "0%", "25%", "10%", "3%",
              "64 GB/s", "900 GB/s", "450 GB/s")  # the last three: link datasheet figures (notebook 08)
 
 
-def _outputs(nb) -> str:
-    texts = []
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "stream":
-                texts.append(out.get("text", ""))
-            elif "text/plain" in out.get("data", {}):
-                texts.append(out["data"]["text/plain"])
-    return "\n".join(texts)
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_quoted_figures_agree_with_their_data(path):
-    nb = nbformat.read(path, as_version=4)
-    outputs = _outputs(nb)
-    problems = [f"c{i}: {p}" for i, cell in enumerate(nb.cells) if cell.cell_type == "markdown"
-                for p in prose.check_markdown(cell.source, outputs)]
+    problems = prose.check_notebook(path)
     assert not problems, "\n".join(problems)
 
 
@@ -94,3 +80,14 @@ def test_unknown_names_and_missing_numbers_are_reported():
 def test_unmarked_figures_are_found():
     text = "takes 235 µs, reaches 83% and 2.40×<!-- fig: s -->; predicted 2×"
     assert prose.unmarked_figures(text, ("2×",)) == ["235 µs", "83%"]
+
+
+def test_the_command_line_checks_and_fails_on_a_doctored_notebook(tmp_path, capsys):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("The bound is 4.9 TB/s<!-- fig: hbm_bound_tbs -->.")]
+    nbformat.write(nb, tmp_path / "01_x.ipynb")
+    assert prose.main([str(tmp_path / "01_x.ipynb")]) == 1
+    assert "quoted 4.9" in capsys.readouterr().out
+    nb.cells[0].source = "The bound is 4.8 TB/s<!-- fig: hbm_bound_tbs -->."
+    nbformat.write(nb, tmp_path / "01_x.ipynb")
+    assert prose.main([str(tmp_path / "01_x.ipynb")]) == 0

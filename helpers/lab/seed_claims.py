@@ -3,7 +3,7 @@
 * **Lanes.**  "Twenty-one thousand lanes": count them, SMs x FP32 lanes per SM,
   from the device itself (:mod:`helpers.device`).
 * **Idle cores.**  "The cores idle while numbers travel": Nsight Compute's SM and
-  DRAM throughput as a percentage of peak, the issue slots in use and the warp
+  DRAM throughput as a percentage of peak, how often the schedulers issue, and the warp
   stall reasons, for the three kernels and the fused one at a size far past L2.
 * **torch.compile.**  "torch.compile finds the fusion": how many GPU kernels the
   compiled expression launches (the torch profiler), against torch eager, the
@@ -299,7 +299,7 @@ def lanes_line(lanes: LaneCount) -> str:
 
 
 def kernels_table(kernels: Sequence[KernelUse]) -> str:
-    """One line per kernel: its time, how busy the SMs and the DRAM were, the issue slots used, the top stall."""
+    """One line per kernel: its time, how busy the SMs and the DRAM were, how often an instruction issued, the top stall."""
     def pct(v: float | None) -> str:
         return "-" if v is None else f"{v:.0f}%"
 

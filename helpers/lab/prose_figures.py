@@ -12,7 +12,8 @@ group is found in the notebook's own committed outputs.  :func:`check_markdown`
 compares the quoted number with the computed one at the precision it is quoted
 (``2.27`` must round from the data to 2.27, ``4,500`` to 4,500; a leading ``~``
 allows 5%) and returns one line per disagreement; ``tests/test_prose_figures.py``
-runs it over every lesson.
+runs it over every lesson; ``python -m helpers.lab.prose_figures`` does the same from the
+command line and lists every figure with its value.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .lab import ceiling
-from .results import RESULTS_DIR
+from . import ceiling
+from ..results import RESULTS_DIR
 
 MARKER = re.compile(r"<!--\s*(fig|out):\s*([\w.]+)\s*-->")
 # The number a marker belongs to: the last one before it, with optional ~, thousands commas and decimals.
@@ -207,3 +208,42 @@ def _speedup_loop() -> float:
 @figure("speedup_cold_2_28")
 def _speedup_cold() -> float:
     return _sweep_speedup("gpu_cold")
+
+
+
+def notebook_outputs(nb: dict) -> str:
+    """The text of every committed output of a notebook (JSON as nbformat writes it)."""
+    texts = []
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []):
+            text = out.get("text") if out.get("output_type") == "stream" else out.get("data", {}).get("text/plain")
+            if text:
+                texts.append("".join(text) if isinstance(text, list) else text)
+    return "\n".join(texts)
+
+
+def check_notebook(path: Path) -> list[str]:
+    """Every disagreement between a notebook's marked figures and their data, as ``c<cell>: ...``."""
+    nb = json.loads(Path(path).read_text())
+    outputs = notebook_outputs(nb)
+    return [f"c{i}: {p}" for i, cell in enumerate(nb["cells"]) if cell["cell_type"] == "markdown"
+            for p in check_markdown("".join(cell["source"]), outputs)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m helpers.lab.prose_figures [NOTEBOOK ...]``: check the marked figures; list the registered ones."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m helpers.lab.prose_figures", description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks to check (default: every lesson)")
+    args = parser.parse_args(argv)
+    for name, fn in sorted(FIGURES.items()):
+        print(f"{name:28s} {fn():.6g}")
+    paths = args.notebooks or sorted((RESULTS_DIR.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    problems = [f"{p.name} {line}" for p in paths for line in check_notebook(p)]
+    print("\n".join(problems) or f"every marked figure in {len(paths)} notebooks agrees with its data")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
