@@ -51,8 +51,8 @@ STALL_REASONS = ("long_scoreboard", "lg_throttle", "drain", "wait", "not_selecte
                  "no_instruction", "math_pipe_throttle", "short_scoreboard", "mio_throttle",
                  "dispatch_stall", "barrier", "branch_resolving", "membar", "misc", "sleeping", "tex_throttle")
 STALL_METRICS = tuple(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALL_REASONS)
-METRIC_TIERS = (THROUGHPUT_METRICS + ISSUE_METRICS + STALL_METRICS, THROUGHPUT_METRICS + STALL_METRICS,
-                THROUGHPUT_METRICS)
+METRIC_TIERS = (THROUGHPUT_METRICS + ISSUE_METRICS + STALL_METRICS, THROUGHPUT_METRICS + ISSUE_METRICS[:1] + STALL_METRICS,
+                THROUGHPUT_METRICS + STALL_METRICS, THROUGHPUT_METRICS)
 
 
 @dataclass
