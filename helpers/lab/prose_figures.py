@@ -247,3 +247,46 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# --- the opening page's claims, measured (results/h200/seed_claims.json) ---------------
+
+
+def _seed() -> dict:
+    return committed("seed_claims")
+
+
+def _seed_kernels(field: str) -> list[float]:
+    return [k[field] for k in _seed()["kernels"] if k.get(field) is not None]
+
+
+@figure("seed_lanes")
+def _seed_lanes() -> float:
+    return float(_seed()["lanes"]["lanes"])
+
+
+@figure("seed_fma_max")
+def _seed_fma_max() -> float:
+    return max(_seed_kernels("fma_pipe_pct"))
+
+
+@figure("seed_issue_max")
+def _seed_issue_max() -> float:
+    return max(_seed_kernels("issue_active_pct"))
+
+
+@figure("seed_dram_busy_min")
+def _seed_dram_min() -> float:
+    return min(_seed_kernels("dram_throughput_pct"))
+
+
+@figure("seed_dram_busy_max")
+def _seed_dram_max() -> float:
+    return max(_seed_kernels("dram_throughput_pct"))
+
+
+@figure("seed_stall_min_share")
+def _seed_stall_share() -> float:
+    shares = [100 * k["stalls_per_issue"]["long_scoreboard"] / sum(k["stalls_per_issue"].values())
+              for k in _seed()["kernels"] if k.get("stalls_per_issue")]
+    return min(shares)

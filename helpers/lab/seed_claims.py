@@ -303,12 +303,16 @@ def kernels_table(kernels: Sequence[KernelUse]) -> str:
     def pct(v: float | None) -> str:
         return "-" if v is None else f"{v:.0f}%"
 
-    lines = [f"{'kernel':16} {'time':>9} {'SMs busy':>9} {'DRAM busy':>10} {'issue slots':>12}  warps mostly waiting on"]
+    lines = [f"{'kernel':16} {'time':>9} {'DRAM busy':>10} {'SMs busy':>9} {'issuing':>8} {'FMA pipes':>10}"
+             f"  warps mostly waiting on"]
     for k in kernels:
         top = k.top_stall()
         dur = "-" if k.duration_us is None else f"{k.duration_us:.1f} us"
-        lines.append(f"{k.kernel:16} {dur:>9} {pct(k.sm_throughput_pct):>9} {pct(k.dram_throughput_pct):>10} "
-                     f"{pct(k.issue_active_pct):>12}  {'-' if top is None else f'{top[0]} ({top[1]:.0%} of stalls)'}")
+        lines.append(f"{k.kernel:16} {dur:>9} {pct(k.dram_throughput_pct):>10} {pct(k.sm_throughput_pct):>9} "
+                     f"{pct(k.issue_active_pct):>8} {pct(k.fma_pipe_pct):>10}"
+                     f"  {'-' if top is None else f'{top[0]} ({top[1]:.0%} of stalls)'}")
+    lines.append("(% of each unit's peak; issuing: cycles in which a scheduler issued an instruction; "
+                 "long_scoreboard: waiting for data from memory)")
     return "\n".join(lines)
 
 
