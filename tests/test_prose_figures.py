@@ -7,6 +7,7 @@ of time, bandwidth, percent or ratio must carry one.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -41,7 +42,7 @@ def test_every_figure_computes_and_is_quoted_somewhere():
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     for name, fn in prose.FIGURES.items():
         assert isinstance(fn(), float), name
-        assert f"fig: {name}" in text + readme, f"figure {name!r} is registered but quoted nowhere"
+        assert re.search(rf"fig(<=|>=)?: {name}\b", text + readme), f"figure {name!r} is registered but quoted nowhere"
 
 
 # --- the mechanism itself, on doctored examples --------------------------------------
@@ -91,3 +92,14 @@ def test_the_command_line_checks_and_fails_on_a_doctored_notebook(tmp_path, caps
     nb.cells[0].source = "The bound is 4.8 TB/s<!-- fig: hbm_bound_tbs -->."
     nbformat.write(nb, tmp_path / "01_x.ipynb")
     assert prose.main([str(tmp_path / "01_x.ipynb")]) == 0
+
+
+def test_approximate_quotes_and_bounds():
+    figures = {"fma": lambda: 9.41, "stall": lambda: 76.2}
+    assert prose.check_markdown("about 9%<!-- fig: fma -->", figures=figures) == []  # one unit of the last digit
+    assert prose.check_markdown("about 10%<!-- fig: fma -->", figures=figures) == []
+    assert prose.check_markdown("about 8%<!-- fig: fma -->", figures=figures) != []
+    assert prose.check_markdown("at most 10%<!-- fig<=: fma -->", figures=figures) == []
+    assert "bound" in prose.check_markdown("at most 9%<!-- fig<=: fma -->", figures=figures)[0]
+    assert prose.check_markdown("at least 75%<!-- fig>=: stall -->", figures=figures) == []
+    assert prose.check_markdown("at least 80%<!-- fig>=: stall -->", figures=figures) != []

@@ -10,8 +10,9 @@ function in :data:`FIGURES` that computes the number from a committed result in
 ``results/h200/``; ``out: NAME`` names a pattern in :data:`OUTPUTS` whose first
 group is found in the notebook's own committed outputs.  :func:`check_markdown`
 compares the quoted number with the computed one at the precision it is quoted
-(``2.27`` must round from the data to 2.27, ``4,500`` to 4,500; a leading ``~``
-allows 5%) and returns one line per disagreement; ``tests/test_prose_figures.py``
+(``2.27`` must round from the data to 2.27, ``4,500`` to 4,500; a leading ``~`` or
+``about`` allows 5%, or one unit of the last digit); ``fig<=: NAME`` and ``fig>=: NAME``
+mark a bound ("at most 10%", "at least 75%") and returns one line per disagreement; ``tests/test_prose_figures.py``
 runs it over every lesson; ``python -m helpers.lab.prose_figures`` does the same from the
 command line and lists every figure with its value.
 """
@@ -27,9 +28,9 @@ from typing import Callable
 from . import ceiling
 from ..results import RESULTS_DIR
 
-MARKER = re.compile(r"<!--\s*(fig|out):\s*([\w.]+)\s*-->")
+MARKER = re.compile(r"<!--\s*(fig|fig<=|fig>=|out):\s*([\w.]+)\s*-->")
 # The number a marker belongs to: the last one before it, with optional ~, thousands commas and decimals.
-NUMBER = re.compile(r"(~?)(-?\d[\d,]*(?:\.\d+)?)(?:e(-?\d+))?[^\d<>]{0,12}$")
+NUMBER = re.compile(r"(~|about )?(-?\d[\d,]*(?:\.\d+)?)(?:e(-?\d+))?[^\d<>]{0,12}$")
 APPROX = 0.05
 
 FIGURES: dict[str, Callable[[], float]] = {}
@@ -61,8 +62,8 @@ class Quote:
 
     def agrees(self, actual: float) -> bool:
         """True when ``actual`` is what this quote says, at the precision it is written."""
-        if self.approximate:
-            return abs(actual - self.value) <= APPROX * abs(self.value)
+        if self.approximate:  # within 5%, or one unit of the last digit written, whichever is wider
+            return abs(actual - self.value) <= max(APPROX * abs(self.value), 10.0 ** -self.decimals)
         return round(actual, self.decimals) == round(self.value, self.decimals)
 
 
@@ -93,7 +94,7 @@ def check_markdown(text: str, outputs: str = "", figures: dict[str, Callable[[],
         if quote is None:
             problems.append(f"no number before the marker {m.group(0)!r} ({context!r})")
             continue
-        if kind == "fig":
+        if kind.startswith("fig"):
             if name not in figures:
                 problems.append(f"unknown figure {name!r}")
                 continue
@@ -107,7 +108,10 @@ def check_markdown(text: str, outputs: str = "", figures: dict[str, Callable[[],
                 problems.append(f"output pattern {name!r} not found in the notebook's outputs")
                 continue
             actual = float(next(g for g in found.groups() if g is not None).replace(",", ""))
-        if not quote.agrees(actual):
+        if kind == "fig<=" or kind == "fig>=":  # the quote is a bound: "at most 10%", "at least 75%"
+            if (actual > quote.value) if kind == "fig<=" else (actual < quote.value):
+                problems.append(f"{context!r}: quoted a bound of {quote.value:g}, the data say {actual:.6g} ({kind}: {name})")
+        elif not quote.agrees(actual):
             problems.append(f"{context!r}: quoted {quote.value:g}, the data say {actual:.6g} ({kind}: {name})")
     return problems
 
