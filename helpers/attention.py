@@ -1,0 +1,209 @@
+"""Attention ``O = softmax(Q K^T / sqrt(d)) V`` per head, float32, as notebook 11 writes it.
+
+Arrays are ``(heads, L, d)``: batch and heads flattened into one axis, each head
+independent.
+
+* **Unfused**: :data:`scores_kernel` writes the L x L scores ``S``, the softmax of
+  :mod:`helpers.softmax` writes ``P`` (another L x L array), :data:`weighted_sum_kernel`
+  computes ``P V``.  Two L x L arrays per head go to memory and come back.
+* **Fused** (:func:`make_flash_attention_kernel`): one thread per query row keeps its
+  row of Q and its output row in registers; tiles of K and V are staged in shared
+  memory; an online softmax runs over the keys, so no L x L array ever exists.
+
+Notebook 11 shows these kernels in its cells; ``tests/test_notebook_kernels.py``
+keeps them identical to this module.  Plain FP32 arithmetic throughout: no tensor cores.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32
+
+from .backend import is_simulator
+from .softmax import rows_kernel, default_threads, online_softmax_kernel
+
+TILE = 16  # the unfused kernels' square tiles
+PADDED = TILE + 1  # a tile row one longer than the tile: no shared-memory bank conflicts
+
+
+def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False) -> np.ndarray:
+    """Attention in float64 (NumPy), head by head."""
+    q64, k64, v64 = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    s = q64 @ k64.transpose(0, 2, 1) / math.sqrt(q64.shape[-1])
+    if causal:
+        length = s.shape[-1]
+        s = np.where(np.tril(np.ones((length, length), dtype=bool)), s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (p / p.sum(axis=-1, keepdims=True)) @ v64
+
+
+def _require_qkv(q: Any, k: Any, v: Any, out: Any) -> tuple[int, int, int]:
+    shapes = {name: tuple(getattr(a, "shape", ())) for name, a in (("q", q), ("k", k), ("v", v), ("out", out))}
+    for name, a in (("q", q), ("k", k), ("v", v), ("out", out)):
+        if len(shapes[name]) != 3:
+            raise ValueError(f"`{name}` must be (heads, L, d), got shape {shapes[name]}")
+        if np.dtype(a.dtype) != np.float32:
+            raise TypeError(f"`{name}` must be float32, got {a.dtype}")
+    if len(set(shapes.values())) != 1:
+        raise ValueError(f"q, k, v and out must have one shape, got {shapes}")
+    heads, length, d = shapes["q"]
+    return heads, length, d
+
+
+# --- unfused: S and P go through memory --------------------------------------------
+
+
+@cuda.jit
+def scores_kernel(q, k, s, scale, causal):
+    bh = cuda.blockIdx.z
+    i = cuda.blockIdx.y * TILE + cuda.threadIdx.y  # query row
+    j = cuda.blockIdx.x * TILE + cuda.threadIdx.x  # key row
+    q_tile = cuda.shared.array((TILE, PADDED), float32)
+    k_tile = cuda.shared.array((TILE, PADDED), float32)
+    length, d = q.shape[1], q.shape[2]
+    j_load = cuda.blockIdx.x * TILE + cuda.threadIdx.y
+    acc = float32(0)
+    for c0 in range(0, d, TILE):
+        c = c0 + cuda.threadIdx.x
+        q_tile[cuda.threadIdx.y, cuda.threadIdx.x] = q[bh, i, c] if i < length and c < d else 0
+        k_tile[cuda.threadIdx.y, cuda.threadIdx.x] = k[bh, j_load, c] if j_load < length and c < d else 0
+        cuda.syncthreads()
+        for cc in range(TILE):
+            acc += q_tile[cuda.threadIdx.y, cc] * k_tile[cuda.threadIdx.x, cc]
+        cuda.syncthreads()
+    if i < length and j < length:
+        s[bh, i, j] = acc * scale if not causal or j <= i else -math.inf
+
+
+@cuda.jit
+def weighted_sum_kernel(p, v, out):
+    bh = cuda.blockIdx.z
+    i = cuda.blockIdx.y * TILE + cuda.threadIdx.y  # query row
+    c = cuda.blockIdx.x * TILE + cuda.threadIdx.x  # output column
+    p_tile = cuda.shared.array((TILE, PADDED), float32)
+    v_tile = cuda.shared.array((TILE, PADDED), float32)
+    length, d = v.shape[1], v.shape[2]
+    acc = float32(0)
+    for j0 in range(0, length, TILE):
+        j = j0 + cuda.threadIdx.x
+        p_tile[cuda.threadIdx.y, cuda.threadIdx.x] = p[bh, i, j] if i < length and j < length else 0
+        jv = j0 + cuda.threadIdx.y
+        v_tile[cuda.threadIdx.y, cuda.threadIdx.x] = v[bh, jv, c] if jv < length and c < d else 0
+        cuda.syncthreads()
+        for jj in range(TILE):
+            acc += p_tile[cuda.threadIdx.y, jj] * v_tile[jj, cuda.threadIdx.x]
+        cuda.syncthreads()
+    if i < length and c < d:
+        out[bh, i, c] = acc
+
+
+def unfused_buffers(heads: int, length: int) -> tuple[Any, Any]:
+    """The two L x L arrays per head the unfused pipeline needs: scores and probabilities."""
+    return (cuda.device_array((heads, length, length), np.float32),
+            cuda.device_array((heads, length, length), np.float32))
+
+
+def run_unfused(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, causal: bool = False) -> None:
+    """Scores to ``s``, softmax to ``p``, then ``p @ v`` to ``out``: three kernels."""
+    heads, length, d = _require_qkv(q, k, v, out)
+    if tuple(s.shape) != (heads, length, length) or tuple(p.shape) != (heads, length, length):
+        raise ValueError(f"`s` and `p` must be ({heads}, {length}, {length}), got {tuple(s.shape)} and {tuple(p.shape)}")
+    tiles = (length + TILE - 1) // TILE
+    scores_kernel[(tiles, tiles, heads), (TILE, TILE)](q, k, s, float32(1 / math.sqrt(d)), causal)
+    s2, p2 = s.reshape(heads * length, length), p.reshape(heads * length, length)
+    threads = default_threads(length)
+    if length <= 64 * threads:
+        rows_kernel(length, threads)[heads * length, threads](s2, p2)
+    else:
+        online_softmax_kernel[heads * length, threads](s2, p2)
+    weighted_sum_kernel[((d + TILE - 1) // TILE, tiles, heads), (TILE, TILE)](p, v, out)
+
+
+# --- fused: FlashAttention-style ---------------------------------------------------
+
+
+def make_flash_attention_kernel(head_dim, block_q, block_k, causal):
+    """Fused attention for heads of ``head_dim``: ``block_q`` query rows per block, key tiles of ``block_k``."""
+    D, BQ, BK = head_dim, block_q, block_k  # compile-time constants
+
+    @cuda.jit
+    def flash_attention_kernel(q, k, v, out, scale):
+        bh = cuda.blockIdx.y
+        t = cuda.threadIdx.x
+        i = cuda.blockIdx.x * BQ + t  # this thread's query row
+        length = q.shape[1]
+        k_tile = cuda.shared.array((BK, D), float32)
+        v_tile = cuda.shared.array((BK, D), float32)
+        q_row = cuda.local.array(D, float32)  # registers
+        acc = cuda.local.array(D, float32)  # the output row, unnormalised
+        for c in range(D):
+            q_row[c] = q[bh, i, c] * scale if i < length else 0
+            acc[c] = 0
+        m = -math.inf  # running max of this row's scores
+        total = float32(0)  # running sum of exp(score - m)
+        keys = min(length, (cuda.blockIdx.x + 1) * BQ) if causal else length
+        for start in range(0, keys, BK):
+            for e in range(t, BK * D, BQ):  # the block stages K and V tiles, coalesced
+                r, c = e // D, e % D
+                k_tile[r, c] = k[bh, start + r, c] if start + r < length else 0
+                v_tile[r, c] = v[bh, start + r, c] if start + r < length else 0
+            cuda.syncthreads()
+            for j in range(min(BK, keys - start)):
+                if not causal or start + j <= i:
+                    score = float32(0)
+                    for c in range(D):
+                        score += q_row[c] * k_tile[j, c]
+                    if score > m:  # a new max: rescale what has been summed so far
+                        correction = math.exp(m - score)
+                        total *= correction
+                        for c in range(D):
+                            acc[c] *= correction
+                        m = score
+                    weight = math.exp(score - m)
+                    total += weight
+                    for c in range(D):
+                        acc[c] += weight * v_tile[j, c]
+            cuda.syncthreads()
+        if i < length:
+            for c in range(D):
+                out[bh, i, c] = acc[c] / total
+
+    return flash_attention_kernel
+
+
+@dataclass(frozen=True)
+class FlashConfig:
+    """Block shape of the fused kernel."""
+
+    block_q: int = 64
+    block_k: int = 64
+
+
+def default_config() -> FlashConfig:
+    """64 query rows and 64-key tiles on a GPU; 16 and 16 in the simulator."""
+    return FlashConfig(16, 16) if is_simulator() else FlashConfig()
+
+
+_flash: dict[tuple[int, int, int, bool], Any] = {}
+
+
+def flash_kernel(head_dim: int, config: FlashConfig, causal: bool) -> Any:
+    """The fused kernel for this head size, block shape and masking (compiled once each)."""
+    if head_dim > 128:
+        raise ValueError(f"head size {head_dim} is too large to keep a row in registers (at most 128)")
+    key = (head_dim, config.block_q, config.block_k, causal)
+    if key not in _flash:
+        _flash[key] = make_flash_attention_kernel(head_dim, config.block_q, config.block_k, causal)
+    return _flash[key]
+
+
+def run_fused(q: Any, k: Any, v: Any, out: Any, causal: bool = False, config: FlashConfig | None = None) -> None:
+    """One launch of the fused kernel; allocates nothing."""
+    heads, length, d = _require_qkv(q, k, v, out)
+    config = config or default_config()
+    blocks = ((length + config.block_q - 1) // config.block_q, heads)
+    flash_kernel(d, config, causal)[blocks, config.block_q](q, k, v, out, float32(1 / math.sqrt(d)))

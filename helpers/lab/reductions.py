@@ -1,0 +1,487 @@
+"""Fusing through a reduction, measured: softmax, attention and AdamW against torch.
+
+``python -m helpers.lab.reductions softmax|attention|adamw|all [--quick]`` checks every
+implementation first (fresh random inputs, poisoned outputs, against float64 NumPy
+or torch) and then times it with CUDA events (GPU time, median of repeats).  The
+records go to ``results/<device>/reductions_<part>.json``; notebooks 11 and 12 read
+the committed H200 ones.  ``ncu-attention`` profiles both attention pipelines'
+DRAM bytes with Nsight Compute.  In the simulator only the checks run, at tiny sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Sequence
+
+import numpy as np
+from numba import cuda
+
+from .. import attention, optim, softmax
+from .. import results
+from ..backend import is_simulator
+from ..checks import poison
+from ..device import peak_fp32_flops
+from ..timing import Timing, copy_bandwidth, time_gpu
+from . import ncu
+
+SOFTMAX_SHAPES = [(16384, 4096), (4096, 4096), (4096, 1024)]  # the largest first: a run cut short keeps it
+ATTENTION_LENGTHS = [4096, 1024]
+ATTENTION_HEADS = (4, 16)  # batch, heads
+HEAD_DIM = 64
+ADAMW_SIZE = 2**26
+ADAMW_LIST = 200
+
+
+# --- records -------------------------------------------------------------------------
+
+
+@dataclass
+class Measured:
+    """One implementation at one size: its median GPU time and its check against the reference."""
+
+    name: str
+    median_ms: float | None
+    spread_ms: float | None = None
+    max_rel_err: float | None = None
+    note: str = ""
+
+
+@dataclass
+class SoftmaxRow:
+    rows: int
+    cols: int
+    bytes_moved: int  # x read once and out written once
+    measured: list[Measured] = field(default_factory=list)
+
+
+@dataclass
+class SoftmaxBench:
+    SCHEMA: ClassVar[str] = "reductions_softmax"
+    VERSION: ClassVar[int] = 1
+    copy_ceiling_gbs: float | None
+    rows: list[SoftmaxRow] = field(default_factory=list)
+
+
+@dataclass
+class AttentionRow:
+    batch: int
+    heads: int
+    length: int
+    head_dim: int
+    flops: float  # 4 L^2 d per head: two matrix products
+    unfused_scratch_bytes: int  # S and P
+    measured: list[Measured] = field(default_factory=list)
+
+
+@dataclass
+class AttentionBench:
+    SCHEMA: ClassVar[str] = "reductions_attention"
+    VERSION: ClassVar[int] = 1
+    peak_fp32_flops: float | None
+    rows: list[AttentionRow] = field(default_factory=list)
+    ncu: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AdamWRow:
+    case: str  # "one tensor" or "list"
+    tensors: int
+    elements: int
+    bytes_fused: int  # 28 B per element
+    measured: list[Measured] = field(default_factory=list)
+
+
+@dataclass
+class AdamWBench:
+    SCHEMA: ClassVar[str] = "reductions_adamw"
+    VERSION: ClassVar[int] = 1
+    rows: list[AdamWRow] = field(default_factory=list)
+
+
+OUT_DIR: list[Path] = []  # where the command line asked for copies of the records
+
+
+def save(record: Any) -> Path | None:
+    """Write a record as ``results/<device>/<SCHEMA>.json`` (and a copy to ``--out``); nothing in the simulator."""
+    if is_simulator():
+        return None
+    path = results.save(record) if hasattr(results, "save") else results.write_result(
+        record.SCHEMA, dataclasses.asdict(record))
+    for folder in OUT_DIR:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / path.name).write_text(path.read_text())
+    return path
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def _time(run: Callable[[], object], label: str, repeats: int) -> Timing | None:
+    return time_gpu(run, label=label, repeats=repeats, warmup=2)
+
+
+def _m(name: str, timing: Timing | None, err: float | None = None, note: str = "") -> Measured:
+    return Measured(name, None if timing is None else timing.median_ms,
+                    None if timing is None else timing.spread_ms, err, note)
+
+
+def _torch() -> Any:
+    try:
+        import torch
+
+        return torch if torch.cuda.is_available() else None
+    except ImportError:
+        return None
+
+
+def _line(m: Measured, extra: str = "") -> str:
+    t = "-" if m.median_ms is None else f"{m.median_ms:9.4f} ms"
+    e = "" if m.max_rel_err is None else f"  err {m.max_rel_err:.1e}"
+    return f"  {m.name:34s} {t}{extra}{e}{('  ' + m.note) if m.note else ''}"
+
+
+# --- softmax -----------------------------------------------------------------------------
+
+
+def softmax_error(got: np.ndarray, x: np.ndarray, rows: np.ndarray) -> float:
+    """Largest relative error over the sampled rows, against float64; inf if anything is unwritten."""
+    if np.isnan(got).any():
+        return math.inf
+    ref = softmax.reference(x[rows])
+    return float(np.max(np.abs(got[rows] - ref) / ref))
+
+
+def bench_softmax(shapes: Sequence[tuple[int, int]], repeats: int = 30, variants: bool = True) -> SoftmaxBench:
+    torch = _torch()
+    ceiling = None
+    if not is_simulator():
+        ceiling = copy_bandwidth(max(r * c for r, c in shapes), repeats=repeats)[1]
+        print(f"copy ceiling {ceiling:.0f} GB/s")
+    bench = SoftmaxBench(copy_ceiling_gbs=ceiling)
+    rng = np.random.default_rng()
+    for rows, cols in shapes:
+        x = (rng.standard_normal((rows, cols), dtype=np.float32) * 2).astype(np.float32)
+        sample = np.unique(np.r_[rng.integers(0, rows, 200), rows - 1])
+        dx = cuda.to_device(x)
+        out = cuda.device_array((rows, cols), np.float32)
+        row_max, row_sum = cuda.device_array(rows, np.float32), cuda.device_array(rows, np.float32)
+        e = cuda.device_array((rows, cols), np.float32)
+        row = SoftmaxRow(rows, cols, 8 * rows * cols)
+        runs: list[tuple[str, Callable[[], object]]] = [
+            ("numba unfused (4 kernels)", lambda: softmax.run_unfused(dx, row_max, e, row_sum, out)),
+        ]
+        threads_options = [softmax.default_threads(cols)]
+        if variants and not is_simulator():
+            threads_options = sorted({t for t in (128, 256, 512, 1024) if cols <= 64 * t} | set(threads_options))
+        for t in threads_options:
+            runs.append((f"numba fused, {t} threads/row", lambda t=t: softmax.run_fused(dx, out, t)))
+        for t in ([256, 512] if variants and not is_simulator() else [softmax.default_threads(cols)]):
+            runs.append((f"numba online, {t} threads/row", lambda t=t: softmax.run_online(dx, out, t)))
+        for name, run in runs:
+            poison(out)
+            run()
+            cuda.synchronize()
+            err = softmax_error(out.copy_to_host(), x, sample)
+            row.measured.append(_m(name, _time(run, name, repeats) if err < 1e-5 else None, err,
+                                   "" if err < 1e-5 else "WRONG: not timed"))
+        if torch is not None:
+            tx = torch.as_tensor(x, device="cuda")
+
+            def naive(t: Any) -> Any:
+                z = (t - t.max(dim=1, keepdim=True).values).exp()
+                return z / z.sum(dim=1, keepdim=True)
+
+            compiled = torch.compile(naive, dynamic=False)
+            for name, fn in (("torch.softmax", lambda: torch.softmax(tx, dim=1)),
+                             ("naive torch", lambda: naive(tx)), ("torch.compile(naive)", lambda: compiled(tx))):
+                got = fn().cpu().numpy()
+                err = softmax_error(got, x, sample)
+                row.measured.append(_m(name, _time(fn, name, repeats), err))
+            del tx
+        bench.rows.append(row)
+        save(bench)  # after every size: a run cut short keeps what it measured
+        print(f"softmax {rows} x {cols}")
+        for m in row.measured:
+            extra = "" if m.median_ms is None else f"  {row.bytes_moved / m.median_ms / 1e6:7.0f} GB/s"
+            print(_line(m, extra))
+        del dx, out, e
+    return bench
+
+
+# --- attention -----------------------------------------------------------------------------
+
+
+_REFERENCES: dict[tuple[Any, ...], np.ndarray] = {}
+
+
+def attention_error(got: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: Sequence[int],
+                    causal: bool) -> float:
+    """Largest error over the sampled heads, relative to the largest output magnitude (float64 reference)."""
+    if np.isnan(got).any():
+        return math.inf
+    idx = list(heads)
+    key = (id(q), q.shape, tuple(idx), causal)
+    if key not in _REFERENCES:
+        if len(_REFERENCES) > 4:
+            _REFERENCES.clear()
+        _REFERENCES[key] = attention.reference(q[idx], k[idx], v[idx], causal)
+    ref = _REFERENCES[key]
+    return float(np.max(np.abs(got[idx] - ref)) / np.max(np.abs(ref)))
+
+
+def flash_configs() -> list[attention.FlashConfig]:
+    if is_simulator():
+        return [attention.default_config()]
+    return [attention.FlashConfig(64, 64), attention.FlashConfig(128, 64), attention.FlashConfig(128, 32),
+            attention.FlashConfig(32, 64)]
+
+
+def bench_attention(lengths: Sequence[int], batch: int, heads: int, d: int = HEAD_DIM, repeats: int = 5,
+                    unfused: bool = True) -> AttentionBench:
+    torch = _torch()
+    bench = AttentionBench(peak_fp32_flops=None if is_simulator() else peak_fp32_flops())
+    rng = np.random.default_rng()
+    bh = batch * heads
+    for length in lengths:
+        q, k, v = (rng.standard_normal((bh, length, d), dtype=np.float32) for _ in range(3))
+        check_heads = sorted({0, bh - 1})
+        dq, dk, dv = (cuda.to_device(a) for a in (q, k, v))
+        out = cuda.device_array((bh, length, d), np.float32)
+        row = AttentionRow(batch, heads, length, d, 4.0 * bh * length * length * d, 2 * 4 * bh * length * length)
+        runs: list[tuple[str, bool, Callable[[], object]]] = []
+        for cfg in flash_configs():
+            runs.append((f"numba fused q{cfg.block_q}/k{cfg.block_k}", False,
+                         lambda cfg=cfg: attention.run_fused(dq, dk, dv, out, False, cfg)))
+        runs.append(("numba fused causal", True, lambda: attention.run_fused(dq, dk, dv, out, True)))
+        scratch = None
+        if unfused:
+            scratch = attention.unfused_buffers(bh, length)
+            runs.append(("numba unfused (S, P in memory)", False,
+                         lambda: attention.run_unfused(dq, dk, dv, scratch[0], scratch[1], out)))
+        for name, causal, run in runs:
+            poison(out)
+            run()
+            cuda.synchronize()
+            err = attention_error(out.copy_to_host(), q, k, v, check_heads, causal)
+            ok = err < 1e-4
+            row.measured.append(_m(name, _time(run, name, repeats) if ok else None, err, "" if ok else "WRONG"))
+        del scratch
+        if torch is not None:
+            torch.backends.cuda.matmul.allow_tf32 = False
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+            shape = (batch, heads, length, d)
+            tq, tk, tv = (torch.as_tensor(a, device="cuda").reshape(shape) for a in (q, k, v))
+            scale = 1 / math.sqrt(d)
+
+            def naive() -> Any:
+                return torch.softmax((tq @ tk.transpose(-1, -2)) * scale, dim=-1) @ tv
+
+            def efficient() -> Any:
+                with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+                    return sdpa(tq, tk, tv)
+
+            bq, bk, bv = (t.to(torch.bfloat16) for t in (tq, tk, tv))
+
+            def flash_bf16() -> Any:
+                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                    return sdpa(bq, bk, bv)
+
+            for name, fn, note in (("torch naive fp32 (TF32 off)", naive, ""),
+                                   ("torch SDPA efficient fp32", efficient, ""),
+                                   ("torch SDPA flash bf16", flash_bf16, "bf16: another precision, tensor cores")):
+                try:
+                    got = fn().float().reshape(bh, length, d).cpu().numpy()
+                    err = attention_error(got, q, k, v, check_heads, False)
+                    row.measured.append(_m(name, _time(fn, name, repeats), err, note))
+                except RuntimeError as exc:  # a backend that refuses these shapes
+                    row.measured.append(Measured(name, None, note=f"not run: {str(exc).splitlines()[0][:80]}"))
+            del tq, tk, tv, bq, bk, bv
+            torch.cuda.empty_cache()
+        bench.rows.append(row)
+        save(bench)
+        print(f"attention B={batch} H={heads} L={length} d={d}: {row.flops / 1e9:.0f} GFLOP, "
+              f"unfused scratch {row.unfused_scratch_bytes / 1e9:.2f} GB")
+        for m in row.measured:
+            extra = "" if m.median_ms is None else f"  {row.flops / m.median_ms / 1e9:6.1f} TFLOP/s"
+            print(_line(m, extra))
+        del dq, dk, dv, out
+    return bench
+
+
+def attention_workload(length: int, heads: int, d: int = HEAD_DIM) -> None:
+    """Both attention pipelines once each (for ncu to profile)."""
+    rng = np.random.default_rng(0)
+    dq, dk, dv = (cuda.to_device(rng.standard_normal((heads, length, d), dtype=np.float32)) for _ in range(3))
+    out = cuda.device_array((heads, length, d), np.float32)
+    s, p = attention.unfused_buffers(heads, length)
+    attention.run_unfused(dq, dk, dv, s, p, out)
+    attention.run_fused(dq, dk, dv, out)
+    cuda.synchronize()
+
+
+def ncu_attention(length: int, heads: int) -> dict[str, Any]:
+    """DRAM bytes per kernel of both pipelines, from Nsight Compute (L2 flushed before each kernel)."""
+    program = [sys.executable, "-m", "helpers.lab.reductions", "attention-workload", "--length", str(length),
+               "--heads", str(heads)]
+    cmd = ncu.ncu_command(program, "all", kernel_regex="regex:.*(scores|weighted_sum|softmax|flash).*")
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise ncu.NcuError(" | ".join((done.stdout + done.stderr).strip().splitlines()[-5:]))
+    kernels = ncu.parse_ncu_csv(done.stdout)
+    per = [{"kernel": k.kernel, "dram_read": k.dram_bytes_read, "dram_write": k.dram_bytes_write} for k in kernels]
+    fused = sum(r["dram_read"] + r["dram_write"] for r in per if "flash" in r["kernel"])
+    unfused_bytes = sum(r["dram_read"] + r["dram_write"] for r in per if "flash" not in r["kernel"])
+    return {"length": length, "heads": heads, "kernels": per, "fused_dram_bytes": fused,
+            "unfused_dram_bytes": unfused_bytes, "ratio": unfused_bytes / fused if fused else None}
+
+
+# --- AdamW --------------------------------------------------------------------------------
+
+
+def _close(got: np.ndarray, want: np.ndarray) -> float:
+    """Largest difference relative to the array's scale (float32 rounding is about 6e-8)."""
+    if np.isnan(got).any():
+        return math.inf
+    return float(np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-30))
+
+
+def bench_adamw(size: int, count: int, repeats: int = 20, steps: int = 3) -> AdamWBench:
+    torch = _torch()
+    opt = optim.AdamW()
+    bench = AdamWBench()
+    rng = np.random.default_rng()
+    cases = [("one tensor", [size]), ("list", optim.mixed_sizes(count, size))]
+    for case, sizes in cases:
+        total = sum(sizes)
+        flat_p = rng.standard_normal(total, dtype=np.float32)
+        flat_g = rng.standard_normal(total, dtype=np.float32)
+        offsets = np.r_[0, np.cumsum(sizes)]
+        dp, dg = cuda.to_device(flat_p), cuda.to_device(flat_g)
+        dm, dv = cuda.device_array(total, np.float32), cuda.device_array(total, np.float32)
+        denom = cuda.device_array(max(sizes), np.float32)
+        views = [[a[offsets[i]:offsets[i + 1]] for i in range(len(sizes))] for a in (dp, dg, dm, dv)]
+        row = AdamWRow(case, len(sizes), total, 28 * total)
+
+        def reset() -> None:
+            dp.copy_to_device(flat_p)
+            dm.copy_to_device(np.zeros(total, np.float32))
+            dv.copy_to_device(np.zeros(total, np.float32))
+
+        def numba_fused() -> None:
+            optim.run_fused_list(*views, opt, 1)
+
+        def numba_flat() -> None:  # one launch over the buffer the tensors are views of
+            optim.run_fused(dp, dg, dm, dv, opt, 1)
+
+        def numba_unfused() -> None:
+            for p, g, m, v in zip(*views):
+                optim.run_unfused(p, g, m, v, denom[: p.size], opt, 1)
+
+        impls = [("numba fused (one launch per tensor)", numba_fused), ("numba unfused (8 launches per tensor)", numba_unfused)]
+        if len(sizes) > 1:
+            impls.insert(1, ("numba fused, one launch over a flat buffer", numba_flat))
+        states: dict[str, tuple[np.ndarray, ...]] = {}
+        for name, fn in impls:
+            reset()
+            for step in range(1, steps + 1):
+                for group in [views] if fn is not numba_flat else [[[dp], [dg], [dm], [dv]]]:
+                    for p, g, m, v in zip(*group):
+                        if fn is numba_unfused:
+                            optim.run_unfused(p, g, m, v, denom[: p.size], opt, step)
+                        else:
+                            optim.run_fused(p, g, m, v, opt, step)
+            states[name] = (dp.copy_to_host(), dm.copy_to_host(), dv.copy_to_host())
+        want = None
+        tparams: list[Any] = []
+        if torch is not None:
+            tparams = [torch.nn.Parameter(torch.as_tensor(flat_p[offsets[i]:offsets[i + 1]].copy(), device="cuda"))
+                       for i in range(len(sizes))]
+            for prm, i in zip(tparams, range(len(sizes))):
+                prm.grad = torch.as_tensor(flat_g[offsets[i]:offsets[i + 1]].copy(), device="cuda")
+            ref_opt = torch.optim.AdamW(tparams, lr=opt.lr, betas=(opt.beta1, opt.beta2), eps=opt.eps,
+                                        weight_decay=opt.weight_decay, fused=True)
+            for _ in range(steps):
+                ref_opt.step()
+            want = tuple(np.concatenate([t.detach().cpu().numpy() for t in ts]) for ts in (
+                tparams, [ref_opt.state[t]["exp_avg"] for t in tparams], [ref_opt.state[t]["exp_avg_sq"] for t in tparams]))
+        for name, fn in impls:
+            err = None if want is None else max(_close(a, b) for a, b in zip(states[name], want))
+            row.measured.append(_m(name, _time(fn, name, repeats), err))
+        if torch is not None:
+            for label, kwargs in (("torch AdamW foreach=False", {"foreach": False}),
+                                  ("torch AdamW foreach=True", {"foreach": True}),
+                                  ("torch AdamW fused=True", {"fused": True})):
+                topt = torch.optim.AdamW(tparams, lr=opt.lr, betas=(opt.beta1, opt.beta2), eps=opt.eps,
+                                         weight_decay=opt.weight_decay, **kwargs)
+                topt.step()
+                row.measured.append(_m(label, _time(topt.step, label, repeats)))
+                del topt
+            del tparams
+            torch.cuda.empty_cache()
+        bench.rows.append(row)
+        save(bench)
+        print(f"AdamW, {case}: {len(sizes)} tensors, {total} elements, {row.bytes_fused / 1e9:.2f} GB at 28 B/element")
+        for m in row.measured:
+            extra = "" if m.median_ms is None else f"  {row.bytes_fused / m.median_ms / 1e6:7.0f} GB/s at 28 B/elem"
+            print(_line(m, extra))
+        del dp, dg, dm, dv, denom, views
+    return bench
+
+
+# --- command line ---------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m helpers.lab.reductions", description=__doc__.split("\n\n")[0])
+    parser.add_argument("part", choices=["softmax", "attention", "adamw", "all", "ncu-attention", "attention-workload"])
+    parser.add_argument("--quick", action="store_true", help="fewer variants and repeats")
+    parser.add_argument("--length", type=int, default=4096, help="L for ncu-attention / attention-workload")
+    parser.add_argument("--heads", type=int, default=16, help="heads for ncu-attention / attention-workload")
+    parser.add_argument("--out", type=Path, default=None, help="also copy the JSON records here")
+    args = parser.parse_args(argv)
+    if args.out is not None:
+        OUT_DIR.append(args.out)
+    sim = is_simulator()
+    if sim:
+        print("simulator: checking correctness at tiny sizes; no times (they would say nothing about a GPU)")
+    if args.part == "attention-workload":
+        attention_workload(args.length, args.heads)
+        return
+    records: list[Any] = []
+    started = time.time()
+    if args.part in ("softmax", "all"):
+        shapes = [(8, 37), (5, 70)] if sim else SOFTMAX_SHAPES
+        records.append(bench_softmax(shapes, repeats=10 if args.quick else 30, variants=not args.quick))
+    if args.part in ("attention", "all"):
+        lengths, (b, h), d = ([40], (1, 2), 8) if sim else (ATTENTION_LENGTHS, ATTENTION_HEADS, HEAD_DIM)
+        records.append(bench_attention(lengths, b, h, d, repeats=3 if args.quick else 5))
+    if args.part in ("adamw", "all"):
+        size, count = (1000, 7) if sim else (ADAMW_SIZE, ADAMW_LIST)
+        records.append(bench_adamw(size, count, repeats=5 if args.quick else 20))
+    if args.part == "ncu-attention":
+        result = ncu_attention(args.length, args.heads)
+        print(json.dumps(result, indent=1))
+        path = results.write_result("reductions_attention_ncu", result)
+        for folder in OUT_DIR:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / path.name).write_text(path.read_text())
+        print("wrote", path)
+    for record in records:
+        path = save(record)
+        if path is not None:
+            print("wrote", path)
+    print(f"done in {time.time() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
