@@ -27,6 +27,7 @@ from .backend import is_simulator
 from .softmax import rows_kernel, default_threads, online_softmax_kernel
 
 TILE = 16  # the unfused kernels' square tiles
+SHARED_ALIGN = None if is_simulator() else 16  # 16-byte aligned tiles: four floats per shared load
 PADDED = TILE + 1  # a tile row one longer than the tile: no shared-memory bank conflicts
 
 
@@ -136,8 +137,8 @@ def make_flash_attention_kernel(head_dim, block_q, block_k, causal):
         t = cuda.threadIdx.x
         i = cuda.blockIdx.x * BQ + t  # this thread's query row
         length = q.shape[1]
-        k_tile = cuda.shared.array((BK, D), float32)
-        v_tile = cuda.shared.array((BK, D), float32)
+        k_tile = cuda.shared.array((BK, D), float32, alignment=SHARED_ALIGN)
+        v_tile = cuda.shared.array((BK, D), float32, alignment=SHARED_ALIGN)
         q_row = cuda.local.array(D, float32)  # registers
         acc = cuda.local.array(D, float32)  # the output row, unnormalised
         for c in range(D):
@@ -154,9 +155,13 @@ def make_flash_attention_kernel(head_dim, block_q, block_k, causal):
             cuda.syncthreads()
             for j in range(min(BK, keys - start)):
                 if not causal or start + j <= i:
-                    score = float32(0)
-                    for c in range(D):
-                        score += q_row[c] * k_tile[j, c]
+                    s0 = s1 = s2 = s3 = float32(0)  # four partial sums: independent FMAs overlap
+                    for c in range(0, D, 4):
+                        s0 += q_row[c] * k_tile[j, c]
+                        s1 += q_row[c + 1] * k_tile[j, c + 1]
+                        s2 += q_row[c + 2] * k_tile[j, c + 2]
+                        s3 += q_row[c + 3] * k_tile[j, c + 3]
+                    score = (s0 + s1) + (s2 + s3)
                     if score > m:  # a new max: rescale what has been summed so far
                         correction = math.exp(m - score)
                         total *= correction
@@ -193,8 +198,8 @@ _flash: dict[tuple[int, int, int, bool], Any] = {}
 
 def flash_kernel(head_dim: int, config: FlashConfig, causal: bool) -> Any:
     """The fused kernel for this head size, block shape and masking (compiled once each)."""
-    if head_dim > 128:
-        raise ValueError(f"head size {head_dim} is too large to keep a row in registers (at most 128)")
+    if head_dim > 128 or head_dim % 4:
+        raise ValueError(f"head size must be a multiple of 4 and at most 128 (a row is kept in registers), got {head_dim}")
     key = (head_dim, config.block_q, config.block_k, causal)
     if key not in _flash:
         _flash[key] = make_flash_attention_kernel(head_dim, config.block_q, config.block_k, causal)
