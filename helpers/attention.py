@@ -24,7 +24,9 @@ import numpy as np
 from numba import cuda, float32
 
 from .backend import is_simulator
-from .softmax import rows_kernel, default_threads, online_softmax_kernel
+from .checks import poisoned
+from .ledger import Ledger
+from .softmax import default_threads, online_softmax_kernel, rows_kernel
 
 TILE = 16  # the unfused kernels' square tiles
 SHARED_ALIGN = None if is_simulator() else 16  # 16-byte aligned tiles: four floats per shared load
@@ -77,7 +79,7 @@ def scores_kernel(q, k, s, scale, causal):
             acc += q_tile[cuda.threadIdx.y, cc] * k_tile[cuda.threadIdx.x, cc]
         cuda.syncthreads()
     if i < length and j < length:
-        s[bh, i, j] = acc * scale if not causal or j <= i else -math.inf
+        s[bh * length + i, j] = acc * scale if not causal or j <= i else -math.inf
 
 
 @cuda.jit
@@ -91,7 +93,7 @@ def weighted_sum_kernel(p, v, out):
     acc = float32(0)
     for j0 in range(0, length, TILE):
         j = j0 + cuda.threadIdx.x
-        p_tile[cuda.threadIdx.y, cuda.threadIdx.x] = p[bh, i, j] if i < length and j < length else 0
+        p_tile[cuda.threadIdx.y, cuda.threadIdx.x] = p[bh * length + i, j] if i < length and j < length else 0
         jv = j0 + cuda.threadIdx.y
         v_tile[cuda.threadIdx.y, cuda.threadIdx.x] = v[bh, jv, c] if jv < length and c < d else 0
         cuda.syncthreads()
@@ -103,24 +105,27 @@ def weighted_sum_kernel(p, v, out):
 
 
 def unfused_buffers(heads: int, length: int) -> tuple[Any, Any]:
-    """The two L x L arrays per head the unfused pipeline needs: scores and probabilities."""
-    return (cuda.device_array((heads, length, length), np.float32),
-            cuda.device_array((heads, length, length), np.float32))
+    """The two L x L arrays per head the unfused pipeline needs: scores and probabilities.
+
+    Each is one (heads x L) x L matrix: row ``h * L + i`` holds query row i of head h,
+    so the softmax kernels run over it unchanged.
+    """
+    return (cuda.device_array((heads * length, length), np.float32),
+            cuda.device_array((heads * length, length), np.float32))
 
 
 def run_unfused(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, causal: bool = False) -> None:
     """Scores to ``s``, softmax to ``p``, then ``p @ v`` to ``out``: three kernels."""
     heads, length, d = _require_qkv(q, k, v, out)
-    if tuple(s.shape) != (heads, length, length) or tuple(p.shape) != (heads, length, length):
-        raise ValueError(f"`s` and `p` must be ({heads}, {length}, {length}), got {tuple(s.shape)} and {tuple(p.shape)}")
+    if tuple(s.shape) != (heads * length, length) or tuple(p.shape) != (heads * length, length):
+        raise ValueError(f"`s` and `p` must be ({heads * length}, {length}), got {tuple(s.shape)} and {tuple(p.shape)}")
     tiles = (length + TILE - 1) // TILE
     scores_kernel[(tiles, tiles, heads), (TILE, TILE)](q, k, s, float32(1 / math.sqrt(d)), causal)
-    s2, p2 = s.reshape(heads * length, length), p.reshape(heads * length, length)
     threads = default_threads(length)
     if length <= 64 * threads:
-        rows_kernel(length, threads)[heads * length, threads](s2, p2)
+        rows_kernel(length, threads)[heads * length, threads](s, p)
     else:
-        online_softmax_kernel[heads * length, threads](s2, p2)
+        online_softmax_kernel[heads * length, threads](s, p)
     weighted_sum_kernel[((d + TILE - 1) // TILE, tiles, heads), (TILE, TILE)](p, v, out)
 
 
@@ -212,3 +217,31 @@ def run_fused(q: Any, k: Any, v: Any, out: Any, causal: bool = False, config: Fl
     config = config or default_config()
     blocks = ((length + config.block_q - 1) // config.block_q, heads)
     flash_kernel(d, config, causal)[blocks, config.block_q](q, k, v, out, float32(1 / math.sqrt(d)))
+
+
+def count_ledgers(heads: int = 1, length: int = 40, d: int = 8) -> list[Ledger]:
+    """Both pipelines on random (heads, L, d) inputs, each in a ledger."""
+    rng = np.random.default_rng()
+    q, k, v = (cuda.to_device(rng.standard_normal((heads, length, d)).astype(np.float32)) for _ in range(3))
+    out = poisoned(heads * length * d).reshape(heads, length, d)
+    s, p = unfused_buffers(heads, length)
+    with Ledger("unfused") as unfused:
+        run_unfused(q, k, v, s, p, out)
+    with Ledger("fused") as fused:
+        run_fused(q, k, v, out)
+    return [unfused, fused]
+
+
+@dataclass
+class Footprint:
+    """Device memory one attention call needs, by pipeline, in bytes."""
+
+    length: int
+    inputs_and_output: int  # Q, K, V and O
+    unfused_scratch: int  # S and P: 2 x heads x L x L floats
+    fused_scratch: int  # nothing: tiles live in shared memory, rows in registers
+
+
+def footprint(heads: int, length: int, d: int) -> Footprint:
+    """The arrays each pipeline allocates (run_fused allocates none; run_unfused needs S and P)."""
+    return Footprint(length, 4 * heads * length * d * 4, 2 * heads * length * length * 4, 0)

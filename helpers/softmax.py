@@ -18,13 +18,22 @@ stand-ins that exchange values through shared memory: same results, same argumen
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
-from typing import Any
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 from numba import cuda, float32
 
 from .backend import is_simulator
+from .checks import poisoned
+from .ledger import Ledger
 
 FULL_MASK = 0xFFFFFFFF
 WARP = 32
@@ -298,3 +307,79 @@ def run_online(x: Any, out: Any, threads: int | None = None) -> None:
     rows, cols = _require_matrix(x, out)
     threads = threads or default_threads(cols)
     online_softmax_kernel[rows, threads](x, out)
+
+
+# --- counting -------------------------------------------------------------------------
+
+
+@dataclass
+class Counted:
+    """A ledger's totals and table, as plain values (they cross a process boundary)."""
+
+    name: str
+    launches: int
+    trips: int
+    bytes_per_element: float
+    bytes_moved: int
+    elements: int
+    table: str
+    summary: str
+    round_trips: list[str]
+    bytes_by_array: dict[str, int]  # read + written, over all launches
+
+    def show(self) -> None:
+        print(self.table)
+        print(self.summary)
+
+
+def counted(ledger: Ledger) -> Counted:
+    """The plain-value record of one ledger."""
+    by_array: dict[str, int] = {}
+    for launch in ledger.launches:
+        for a in launch.counted_arrays():
+            by_array[a.name] = by_array.get(a.name, 0) + a.bytes_read + a.bytes_written
+    return Counted(ledger.name, len(ledger.launches), ledger.trips, ledger.bytes_per_element(), ledger.bytes_moved, ledger.elements,
+                   ledger.table(), ledger.summary(), ledger.round_trips(), by_array)
+
+
+def count_in_simulator(function: Callable[..., list[Ledger]], **kwargs: Any) -> list[Counted]:
+    """Call ``function(**kwargs)`` (it fills ledgers) with the simulator counting every access.
+
+    These kernels loop along a row inside a block, which the compiled-code counter
+    cannot count; the simulator counts every element each thread touches.  On a GPU
+    the function runs in a simulator subprocess, so both backends print one count.
+    """
+    if is_simulator():
+        return [counted(ledger) for ledger in function(**kwargs)]
+    code = (
+        "import helpers, json, dataclasses\n"
+        f"import {function.__module__} as m\n"
+        "from helpers.softmax import counted\n"
+        f"print(json.dumps([dataclasses.asdict(counted(l)) for l in m.{function.__name__}(**json.loads({json.dumps(kwargs)!r}))]))"
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    if done.returncode != 0:
+        last = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
+        raise RuntimeError(f"counting {function.__name__} in the simulator failed: {last[0]}")
+    return [Counted(**c) for c in json.loads(done.stdout.strip().splitlines()[-1])]
+
+
+def count_ledgers(rows: int = 8, cols: int = 37) -> list[Ledger]:
+    """The three softmax versions on one random matrix, each launch in a ledger."""
+    x = cuda.to_device(np.random.default_rng().standard_normal((rows, cols)).astype(np.float32))
+    out, e = poisoned(rows * cols).reshape(rows, cols), poisoned(rows * cols).reshape(rows, cols)
+    row_max, row_sum = poisoned(rows), poisoned(rows)
+    threads = default_threads(cols)
+    with Ledger("unfused") as unfused:
+        row_max_kernel[rows, threads](x, row_max)
+        subtract_exp_kernel[rows, threads](x, row_max, e)
+        row_sum_kernel[rows, threads](e, row_sum)
+        divide_kernel[rows, threads](e, row_sum, out)
+    softmax_rows_kernel = rows_kernel(cols, threads)
+    with Ledger("row in registers") as fused:
+        softmax_rows_kernel[rows, threads](x, out)
+    with Ledger("online") as online:
+        online_softmax_kernel[rows, threads](x, out)
+    return [unfused, fused, online]
