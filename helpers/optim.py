@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda
 
 from .sizes import BLOCK_SIZE, blocks_for
 from .validate import check_elementwise
@@ -45,13 +45,18 @@ class AdamW:
             raise ValueError("eps and weight_decay must not be negative")
 
     def scalars(self, step: int) -> tuple[Any, ...]:
-        """The fused kernel's scalar arguments for step ``step`` (1, 2, ...), as float32."""
+        """The fused kernel's scalar arguments for step ``step`` (1, 2, ...), as float32.
+
+        ``1 - beta`` is computed here in double precision, as torch does: in float32,
+        ``1 - float32(0.999)`` is off by 1.3e-5 relative, which would show in ``v``.
+        """
         if step < 1:
             raise ValueError(f"steps count from 1, got {step}")
         decay = 1 - self.lr * self.weight_decay
         step_size = self.lr / (1 - self.beta1**step)
         bias2_sqrt = math.sqrt(1 - self.beta2**step)
-        return tuple(np.float32(x) for x in (decay, self.beta1, self.beta2, self.eps, step_size, bias2_sqrt))
+        values = (decay, 1 - self.beta1, self.beta2, 1 - self.beta2, self.eps, step_size, bias2_sqrt)
+        return tuple(np.float32(x) for x in values)
 
 
 def reference(p: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, opt: AdamW, step: int
@@ -83,10 +88,10 @@ def lerp_inplace_kernel(x, y, w):
 
 
 @cuda.jit
-def addcmul_inplace_kernel(x, y, z, a):
+def add_square_inplace_kernel(x, y, a):
     i = cuda.grid(1)
     if i < x.size:
-        x[i] = x[i] + a * y[i] * z[i]
+        x[i] = x[i] + a * y[i] * y[i]
 
 
 @cuda.jit
@@ -120,12 +125,12 @@ def addcdiv_inplace_kernel(x, y, z, a):
 def run_unfused(p: Any, g: Any, m: Any, v: Any, denom: Any, opt: AdamW, step: int) -> None:
     """Eight launches, torch's single-tensor AdamW written out; ``denom`` is a scratch array."""
     n = check_elementwise({"p": p, "g": g, "m": m, "v": v, "denom": denom})
-    decay, beta1, beta2, eps, step_size, bias2_sqrt = opt.scalars(step)
+    decay, w1, beta2, w2, eps, step_size, bias2_sqrt = opt.scalars(step)
     blocks = blocks_for(n)
     scale_inplace_kernel[blocks, BLOCK_SIZE](p, decay)  # weight decay
-    lerp_inplace_kernel[blocks, BLOCK_SIZE](m, g, float32(1 - beta1))  # first moment
+    lerp_inplace_kernel[blocks, BLOCK_SIZE](m, g, w1)  # first moment
     scale_inplace_kernel[blocks, BLOCK_SIZE](v, beta2)  # second moment, in two steps
-    addcmul_inplace_kernel[blocks, BLOCK_SIZE](v, g, g, float32(1 - beta2))
+    add_square_inplace_kernel[blocks, BLOCK_SIZE](v, g, w2)
     sqrt_kernel[blocks, BLOCK_SIZE](v, denom)  # the denominator, in three
     divide_inplace_kernel[blocks, BLOCK_SIZE](denom, bias2_sqrt)
     add_scalar_inplace_kernel[blocks, BLOCK_SIZE](denom, eps)
@@ -136,12 +141,12 @@ def run_unfused(p: Any, g: Any, m: Any, v: Any, denom: Any, opt: AdamW, step: in
 
 
 @cuda.jit
-def adamw_kernel(p, g, m, v, decay, beta1, beta2, eps, step_size, bias2_sqrt):
+def adamw_kernel(p, g, m, v, decay, w1, beta2, w2, eps, step_size, bias2_sqrt):
     i = cuda.grid(1)
     if i < p.size:
         grad = g[i]
-        m_new = m[i] + (1 - beta1) * (grad - m[i])
-        v_new = beta2 * v[i] + (1 - beta2) * grad * grad
+        m_new = m[i] + w1 * (grad - m[i])  # w1 = 1 - beta1, w2 = 1 - beta2
+        v_new = beta2 * v[i] + w2 * grad * grad
         m[i] = m_new
         v[i] = v_new
         p[i] = p[i] * decay - step_size * m_new / (math.sqrt(v_new) / bias2_sqrt + eps)

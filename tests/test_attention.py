@@ -1,0 +1,69 @@
+"""Attention: both pipelines against float64, causal masking, counts and memory footprint."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from helpers import attention as at
+from helpers import softmax as sm
+from helpers.checks import poisoned
+
+
+def qkv(heads, length, d):
+    rng = np.random.default_rng()
+    return [rng.standard_normal((heads, length, d)).astype(np.float32) for _ in range(3)]
+
+
+def error(got, ref):
+    return np.max(np.abs(got - ref)) / np.max(np.abs(ref))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_matches_float64(causal):
+    q, k, v = qkv(2, 37, 8)  # 37 keys: not a multiple of the 16-row tiles
+    out = poisoned(2 * 37 * 8).reshape(2, 37, 8)
+    at.run_fused(*(cuda.to_device(a) for a in (q, k, v)), out, causal=causal)
+    got = out.copy_to_host()
+    assert not np.isnan(got).any()
+    assert error(got, at.reference(q, k, v, causal)) < 1e-4
+
+
+def test_causal_row_zero_is_v_row_zero():
+    q, k, v = qkv(1, 20, 4)
+    out = poisoned(80).reshape(1, 20, 4)
+    at.run_fused(*(cuda.to_device(a) for a in (q, k, v)), out, causal=True)
+    assert np.allclose(out.copy_to_host()[0, 0], v[0, 0], rtol=1e-6)
+
+
+def test_unfused_matches_float64():
+    q, k, v = qkv(1, 21, 8)
+    s, p = at.unfused_buffers(1, 21)
+    out = poisoned(21 * 8).reshape(1, 21, 8)
+    at.run_unfused(*(cuda.to_device(a) for a in (q, k, v)), s, p, out)
+    assert error(out.copy_to_host(), at.reference(q, k, v)) < 1e-4
+
+
+def test_counts_scores_and_probabilities_round_trip():
+    unfused, fused = sm.count_in_simulator(at.count_ledgers, heads=1, length=20, d=8)
+    assert unfused.round_trips == ["s", "p"]
+    assert unfused.bytes_by_array["s"] == unfused.bytes_by_array["p"] == 2 * 4 * 20 * 20  # written once, read once
+    assert "s" not in fused.bytes_by_array and fused.trips == 2
+    assert fused.bytes_by_array["out"] == 4 * 20 * 8 and fused.bytes_by_array["q"] == 4 * 20 * 8
+    assert fused.bytes_moved < unfused.bytes_moved
+
+
+def test_footprint_grows_as_l_squared_only_unfused():
+    small, large = at.footprint(64, 1024, 64), at.footprint(64, 4096, 64)
+    assert large.unfused_scratch == 16 * small.unfused_scratch
+    assert large.inputs_and_output == 4 * small.inputs_and_output
+    assert large.fused_scratch == small.fused_scratch == 0
+
+
+def test_bad_input_is_refused():
+    q = cuda.to_device(np.zeros((1, 8, 4), np.float32))
+    with pytest.raises(ValueError, match="one shape"):
+        at.run_fused(q, q, q, poisoned(64).reshape(1, 8, 8))
+    with pytest.raises(ValueError, match=r"\(heads, L, d\)"):
+        at.run_fused(poisoned(8), q, q, q)
+    with pytest.raises(ValueError, match="multiple of 4"):
+        at.flash_kernel(6, at.default_config(), False)
