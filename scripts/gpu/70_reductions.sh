@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU step for notebooks 11 and 12 (about 2 minutes on an H200): fusing through a reduction.
+# GPU step for notebooks 11 and 12 (at most 2 minutes on an H200: each part has its own time limit): fusing through a reduction.
 # Every implementation is checked first (fresh random inputs, poisoned outputs, float64 or
 # torch reference), then timed with CUDA events (GPU time, median):
 #   results/<gpu>/reductions_softmax.json     softmax 4096x1024, 4096x4096, 16384x4096: Numba
@@ -18,7 +18,7 @@ export PYTHONUNBUFFERED=1
 out=()
 [ -n "${OUT:-}" ] && out=(--out "$OUT")
 part() { local limit=$1; shift; echo "== $*"; timeout "$limit" python3 -m helpers.lab.reductions "$@" "${out[@]}"; echo "rc=$? ($*)"; }
-part 40 softmax
-part 35 attention
+part 50 softmax
+part 30 attention
 part 20 adamw
-if command -v ncu >/dev/null; then part 25 ncu-attention --length 4096 --heads 16; else echo "no ncu: DRAM bytes not profiled"; fi
+if command -v ncu >/dev/null; then part 20 ncu-attention --length 4096 --heads 16; else echo "no ncu: DRAM bytes not profiled"; fi
