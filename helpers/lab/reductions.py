@@ -329,12 +329,12 @@ def attention_workload(length: int, heads: int, d: int = HEAD_DIM) -> None:
     cuda.synchronize()
 
 
-def ncu_attention(length: int, heads: int) -> dict[str, Any]:
+def ncu_attention(length: int, heads: int, limit_s: float = 600) -> dict[str, Any]:
     """DRAM bytes per kernel of both pipelines, from Nsight Compute (L2 flushed before each kernel)."""
     program = [sys.executable, "-m", "helpers.lab.reductions", "attention-workload", "--length", str(length),
                "--heads", str(heads)]
     cmd = ncu.ncu_command(program, "all", kernel_regex="regex:.*(scores|weighted_sum|softmax|flash).*")
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit_s)
     if done.returncode != 0:
         raise ncu.NcuError(" | ".join((done.stdout + done.stderr).strip().splitlines()[-5:]))
     kernels = ncu.parse_ncu_csv(done.stdout)
@@ -447,6 +447,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="fewer variants and repeats")
     parser.add_argument("--length", type=int, default=4096, help="L for ncu-attention / attention-workload")
     parser.add_argument("--heads", type=int, default=16, help="heads for ncu-attention / attention-workload")
+    parser.add_argument("--limit", type=float, default=600, help="seconds ncu may run (ncu-attention)")
     parser.add_argument("--out", type=Path, default=None, help="also copy the JSON records here")
     args = parser.parse_args(argv)
     if args.out is not None:
@@ -469,7 +470,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         size, count = (1000, 7) if sim else (ADAMW_SIZE, ADAMW_LIST)
         records.append(bench_adamw(size, count, repeats=5 if args.quick else 20))
     if args.part == "ncu-attention":
-        result = ncu_attention(args.length, args.heads)
+        result = ncu_attention(args.length, args.heads, args.limit)
         print(json.dumps(result, indent=1))
         path = results.write_result("reductions_attention_ncu", result)
         for folder in OUT_DIR:

@@ -21,4 +21,4 @@ part() { local limit=$1; shift; echo "== $*"; timeout "$limit" python3 -m helper
 part 50 softmax
 part 30 attention
 part 20 adamw
-if command -v ncu >/dev/null; then part 20 ncu-attention --length 4096 --heads 16; else echo "no ncu: DRAM bytes not profiled"; fi
+if command -v ncu >/dev/null; then part 22 ncu-attention --length 4096 --heads 16 --limit 18; else echo "no ncu: DRAM bytes not profiled"; fi
