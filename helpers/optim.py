@@ -21,6 +21,8 @@ from typing import Any, Sequence
 import numpy as np
 from numba import cuda
 
+from .checks import random_inputs
+from .ledger import Ledger
 from .sizes import BLOCK_SIZE, blocks_for
 from .validate import check_elementwise
 
@@ -180,3 +182,15 @@ def mixed_sizes(count: int = 200, total: int = 2**26, seed: int = 0, smallest: i
     weights = np.exp(rng.uniform(0, math.log(4096), count))
     sizes = np.maximum(smallest, (weights / weights.sum() * total).astype(np.int64))
     return [int(s) for s in sizes]
+
+
+def count_ledgers(n: int = 1000) -> list[Ledger]:
+    """Both AdamW versions on one random state of ``n`` elements, each in a ledger."""
+    p, g, m, v = (cuda.to_device(a) for a in random_inputs(n, 4))
+    denom = cuda.device_array(n, np.float32)
+    opt = AdamW()
+    with Ledger("unfused") as unfused:
+        run_unfused(p, g, m, v, denom, opt, 1)
+    with Ledger("fused") as fused:
+        run_fused(p, g, m, v, opt, 1)
+    return [unfused, fused]

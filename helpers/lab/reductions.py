@@ -486,3 +486,124 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# --- reading the committed records (notebooks 11 and 12) --------------------------------------
+
+
+def committed(part: str) -> dict[str, Any] | None:
+    """The committed H200 record ``reductions_<part>``, or None (saying so) if there is none yet."""
+    try:
+        record = results.read_result(f"reductions_{part}")
+    except FileNotFoundError:
+        print(f"no committed H200 result for {part} yet: `bash scripts/gpu/70_reductions.sh` on a GPU writes it")
+        return None
+    print("committed result:", results.describe(record))
+    return record
+
+
+def _by_name(row: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {m["name"]: m for m in row["measured"]}
+
+
+def best(row: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+    """The fastest checked measurement whose name starts with ``prefix``."""
+    timed = [m for m in row["measured"] if m["name"].startswith(prefix) and m["median_ms"] is not None]
+    return min(timed, key=lambda m: m["median_ms"]) if timed else None
+
+
+def softmax_table(record: dict[str, Any]) -> str:
+    """Time and GB/s (x read once plus out written once) per implementation and shape."""
+    lines = [f"{'M x N':>12}  {'implementation':34s} {'time':>10}  {'GB/s':>6}  {'max rel err':>11}"]
+    for row in record["rows"]:
+        for m in row["measured"]:
+            t = "-" if m["median_ms"] is None else f"{m['median_ms']:7.4f} ms"
+            gbs = "-" if m["median_ms"] is None else f"{row['bytes_moved'] / m['median_ms'] / 1e6:6.0f}"
+            err = "-" if m["max_rel_err"] is None else f"{m['max_rel_err']:.1e}"
+            lines.append(f"{row['rows']:>6} x {row['cols']:<5}  {m['name']:34s} {t:>10}  {gbs:>6}  {err:>11}")
+    if record.get("copy_ceiling_gbs"):
+        lines.append(f"device-to-device copy, same run: {record['copy_ceiling_gbs']:.0f} GB/s")
+    return "\n".join(lines)
+
+
+def softmax_claims(record: dict[str, Any]) -> list[str]:
+    """The performance claims about the fused softmax, each answered from the record."""
+    claims = []
+    for row in record["rows"]:
+        fused, unfused = best(row, "numba fused"), best(row, "numba unfused")
+        torch_sm = _by_name(row).get("torch.softmax")
+        shape = f"{row['rows']} x {row['cols']}"
+        if fused and torch_sm and torch_sm["median_ms"]:
+            ratio = torch_sm["median_ms"] / fused["median_ms"]
+            claims.append(f"fused Numba softmax at least as fast as torch.softmax at {shape}: "
+                          f"{'yes' if ratio >= 1 else 'no'}, {ratio:.2f}x its throughput")
+        if fused and unfused:
+            ratio = unfused["median_ms"] / fused["median_ms"]
+            claims.append(f"fused is >= 3x faster than the four Numba kernels at {shape}: "
+                          f"{'yes' if ratio >= 3 else 'no'}, {ratio:.2f}x")
+        if fused and record.get("copy_ceiling_gbs"):
+            frac = row["bytes_moved"] / fused["median_ms"] / 1e6 / record["copy_ceiling_gbs"]
+            claims.append(f"fused softmax at {shape} reaches {frac:.0%} of the device copy's bandwidth "
+                          f"({fused['name']})")
+    return claims
+
+
+def attention_table(record: dict[str, Any]) -> str:
+    """Time and TFLOP/s (4 L^2 d per head) per implementation and length."""
+    lines = [f"{'L':>5}  {'implementation':34s} {'time':>10}  {'TFLOP/s':>7}  {'error':>8}  note"]
+    for row in record["rows"]:
+        for m in row["measured"]:
+            t = "-" if m["median_ms"] is None else f"{m['median_ms']:7.3f} ms"
+            tf = "-" if m["median_ms"] is None else f"{row['flops'] / m['median_ms'] / 1e9:7.1f}"
+            err = "-" if m["max_rel_err"] is None else f"{m['max_rel_err']:.1e}"
+            lines.append(f"{row['length']:>5}  {m['name']:34s} {t:>10}  {tf:>7}  {err:>8}  {m['note']}")
+    return "\n".join(lines)
+
+
+def attention_claims(record: dict[str, Any], ncu_record: dict[str, Any] | None = None) -> list[str]:
+    """The claims about the fused attention kernel, each answered from the records."""
+    claims = []
+    for row in record["rows"]:
+        fused, unfused = best(row, "numba fused q"), best(row, "numba unfused")
+        naive = _by_name(row).get("torch naive fp32 (TF32 off)")
+        L = row["length"]
+        if fused and unfused:
+            r = unfused["median_ms"] / fused["median_ms"]
+            claims.append(f"fused faster than the unfused Numba pipeline at L = {L}: {'yes' if r > 1 else 'no'}, {r:.2f}x")
+        if fused and naive and naive["median_ms"]:
+            r = naive["median_ms"] / fused["median_ms"]
+            claims.append(f"fused faster than naive torch fp32 at L = {L}: {'yes' if r > 1 else 'no'}, {r:.2f}x")
+        if fused and record.get("peak_fp32_flops"):
+            frac = row["flops"] / (fused["median_ms"] * 1e-3) / record["peak_fp32_flops"]
+            claims.append(f"fused at L = {L} runs at {frac:.0%} of the FP32 peak ({fused['name']})")
+    if ncu_record and ncu_record.get("ratio"):
+        r = ncu_record["ratio"]
+        claims.append(f"fused moves >= 10x fewer DRAM bytes than unfused at L = {ncu_record['length']} (ncu): "
+                      f"{'yes' if r >= 10 else 'no'}, {r:.0f}x")
+    return claims
+
+
+def adamw_table(record: dict[str, Any]) -> str:
+    """Time and GB/s (at the fused kernel's 28 B per element) per implementation and case."""
+    lines = [f"{'case':12s} {'implementation':44s} {'time':>10}  {'GB/s':>6}  {'diff vs torch':>13}"]
+    for row in record["rows"]:
+        for m in row["measured"]:
+            t = "-" if m["median_ms"] is None else f"{m['median_ms']:7.3f} ms"
+            gbs = "-" if m["median_ms"] is None else f"{row['bytes_fused'] / m['median_ms'] / 1e6:6.0f}"
+            err = "-" if m["max_rel_err"] is None else f"{m['max_rel_err']:.1e}"
+            lines.append(f"{row['case']:12s} {m['name']:44s} {t:>10}  {gbs:>6}  {err:>13}")
+    return "\n".join(lines)
+
+
+def adamw_claims(record: dict[str, Any]) -> list[str]:
+    """The claims about the fused AdamW step, answered from the record."""
+    claims = []
+    for row in record["rows"]:
+        by = _by_name(row)
+        ours, theirs = by.get("numba fused (one launch per tensor)"), by.get("torch AdamW fused=True")
+        if ours and theirs and ours["median_ms"] and theirs["median_ms"]:
+            r = ours["median_ms"] / theirs["median_ms"]
+            where = "one tensor of 2^26" if row["case"] == "one tensor" else f"a list of {row['tensors']} tensors"
+            claims.append(f"fused Numba step within 10% of torch's fused=True on {where}: "
+                          f"{'yes' if r <= 1.1 else 'no'}, {r:.2f}x its time")
+    return claims
