@@ -72,14 +72,14 @@ def scores_kernel(q, k, s, scale, causal):
     acc = float32(0)
     for c0 in range(0, d, TILE):
         c = c0 + cuda.threadIdx.x
-        q_tile[cuda.threadIdx.y, cuda.threadIdx.x] = q[bh, i, c] if i < length and c < d else 0
-        k_tile[cuda.threadIdx.y, cuda.threadIdx.x] = k[bh, j_load, c] if j_load < length and c < d else 0
+        q_tile[cuda.threadIdx.y, cuda.threadIdx.x] = q[bh, i, c] if i < length and c < d else float32(0)
+        k_tile[cuda.threadIdx.y, cuda.threadIdx.x] = k[bh, j_load, c] if j_load < length and c < d else float32(0)
         cuda.syncthreads()
         for cc in range(TILE):
             acc += q_tile[cuda.threadIdx.y, cc] * k_tile[cuda.threadIdx.x, cc]
         cuda.syncthreads()
     if i < length and j < length:
-        s[bh * length + i, j] = acc * scale if not causal or j <= i else -math.inf
+        s[bh * length + i, j] = acc * scale if not causal or j <= i else float32(-math.inf)
 
 
 @cuda.jit
@@ -93,9 +93,9 @@ def weighted_sum_kernel(p, v, out):
     acc = float32(0)
     for j0 in range(0, length, TILE):
         j = j0 + cuda.threadIdx.x
-        p_tile[cuda.threadIdx.y, cuda.threadIdx.x] = p[bh * length + i, j] if i < length and j < length else 0
+        p_tile[cuda.threadIdx.y, cuda.threadIdx.x] = p[bh * length + i, j] if i < length and j < length else float32(0)
         jv = j0 + cuda.threadIdx.y
-        v_tile[cuda.threadIdx.y, cuda.threadIdx.x] = v[bh, jv, c] if jv < length and c < d else 0
+        v_tile[cuda.threadIdx.y, cuda.threadIdx.x] = v[bh, jv, c] if jv < length and c < d else float32(0)
         cuda.syncthreads()
         for jj in range(TILE):
             acc += p_tile[cuda.threadIdx.y, jj] * v_tile[jj, cuda.threadIdx.x]
@@ -147,16 +147,16 @@ def make_flash_attention_kernel(head_dim, block_q, block_k, causal):
         q_row = cuda.local.array(D, float32)  # registers
         acc = cuda.local.array(D, float32)  # the output row, unnormalised
         for c in range(D):
-            q_row[c] = q[bh, i, c] * scale if i < length else 0
-            acc[c] = 0
-        m = -math.inf  # running max of this row's scores
+            q_row[c] = q[bh, i, c] * scale if i < length else float32(0)
+            acc[c] = float32(0)
+        m = float32(-math.inf)  # running max of this row's scores (float32: -math.inf alone is a float64)
         total = float32(0)  # running sum of exp(score - m)
         keys = min(length, (cuda.blockIdx.x + 1) * BQ) if causal else length
         for start in range(0, keys, BK):
             for e in range(t, BK * D, BQ):  # the block stages K and V tiles, coalesced
                 r, c = e // D, e % D
-                k_tile[r, c] = k[bh, start + r, c] if start + r < length else 0
-                v_tile[r, c] = v[bh, start + r, c] if start + r < length else 0
+                k_tile[r, c] = k[bh, start + r, c] if start + r < length else float32(0)
+                v_tile[r, c] = v[bh, start + r, c] if start + r < length else float32(0)
             cuda.syncthreads()
             for j in range(min(BK, keys - start)):
                 if not causal or start + j <= i:

@@ -164,7 +164,7 @@ else:  # the simulator: no shuffles, so exchange through a block-wide shared arr
 def row_max_kernel(x, row_max):
     row = cuda.blockIdx.x  # one block per row; its threads stride along the row
     scratch = cuda.shared.array(32, float32)
-    m = -math.inf
+    m = float32(-math.inf)  # float32 throughout: a bare -math.inf would make m a float64
     for j in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
         m = max(m, x[row, j])
     m = block_max(m, scratch)
@@ -219,10 +219,10 @@ def make_softmax_kernel(n_cols, threads):
         t = cuda.threadIdx.x
         scratch = cuda.shared.array(32, float32)
         values = cuda.local.array(per_thread, float32)  # this thread's part of the row, in registers
-        m = -math.inf
+        m = float32(-math.inf)
         for k in range(per_thread):
             j = k * threads + t  # neighbouring threads read neighbouring elements
-            values[k] = x[row, j] if j < n_cols else -math.inf
+            values[k] = x[row, j] if j < n_cols else float32(-math.inf)
             m = max(m, values[k])
         m = block_max(m, scratch)
         s = float32(0)
@@ -246,12 +246,12 @@ def online_softmax_kernel(x, out):
     row = cuda.blockIdx.x
     scratch_m = cuda.shared.array(32, float32)
     scratch_s = cuda.shared.array(32, float32)
-    m = -math.inf  # the largest element seen so far
+    m = float32(-math.inf)  # the largest element seen so far
     s = float32(0)  # the sum of exp(x - m) over the elements seen so far
     for j in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
         v = x[row, j]
         if v > m:
-            s = s * math.exp(m - v) + 1  # the old terms were scaled by exp(-m); rescale them to exp(-v)
+            s = s * math.exp(m - v) + float32(1)  # the old terms were scaled by exp(-m); rescale them to exp(-v)
             m = v
         else:
             s += math.exp(v - m)

@@ -67,3 +67,37 @@ def test_bad_input_is_refused():
         at.run_fused(poisoned(8), q, q, q)
     with pytest.raises(ValueError, match="multiple of 4"):
         at.flash_kernel(6, at.default_config(), False)
+
+
+FLOAT32_ONLY = r'''
+import re
+import helpers
+from numba import cuda, float32, boolean
+from helpers import attention as at, softmax as sm, optim as op
+A, M, V, s = float32[:, :, ::1], float32[:, ::1], float32[::1], float32
+kernels = [(at.make_flash_attention_kernel(64, 64, 64, True), (A, A, A, A, s)), (at.scores_kernel, (A, A, M, s, boolean)),
+           (at.weighted_sum_kernel, (M, A, A)), (sm.make_softmax_kernel(1000, 128), (M, M)),
+           (sm.online_softmax_kernel, (M, M)), (sm.row_max_kernel, (M, V)), (sm.subtract_exp_kernel, (M, V, M)),
+           (sm.row_sum_kernel, (M, V)), (sm.divide_kernel, (M, V, M)), (op.adamw_kernel, (V, V, V, V) + (s,) * 7)]
+for kernel, sig in kernels:
+    ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0))
+    print(kernel.py_func.__name__, len(re.findall(r"\.f64\b", ptx)))
+'''
+
+
+def test_kernels_compile_to_float32_arithmetic_only():
+    """A bare -math.inf or 0 in a kernel makes Numba compute in float64, several times slower on a GPU."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", PYTHONPATH=root)
+    done = subprocess.run([sys.executable, "-c", FLOAT32_ONLY], capture_output=True, text=True, env=env, timeout=300)
+    if done.returncode != 0 and "NVVM" in done.stderr:
+        pytest.skip("no NVVM to compile PTX with")
+    assert done.returncode == 0, done.stderr[-2000:]
+    counts = dict(line.split() for line in done.stdout.strip().splitlines())
+    assert len(counts) == 10
+    assert all(n == "0" for n in counts.values()), f"float64 instructions in: {counts}"
