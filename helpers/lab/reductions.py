@@ -52,6 +52,8 @@ class Measured:
     spread_ms: float | None = None
     max_rel_err: float | None = None
     note: str = ""
+    registers: int | None = None  # per thread, for a Numba kernel (None for torch or the simulator)
+    threads_per_block: int | None = None
 
 
 @dataclass
@@ -133,6 +135,17 @@ def _m(name: str, timing: Timing | None, err: float | None = None, note: str = "
                     None if timing is None else timing.spread_ms, err, note)
 
 
+def registers(kernel: Any) -> int | None:
+    """Registers per thread of a compiled Numba kernel (the most over its compiled versions); None if unknown."""
+    if is_simulator():
+        return None
+    try:
+        regs = kernel.get_regs_per_thread()
+        return int(max(regs.values())) if isinstance(regs, dict) else int(regs)
+    except Exception:  # noqa: BLE001 -- a missing figure must not stop a measurement
+        return None
+
+
 def _torch() -> Any:
     try:
         import torch
@@ -145,7 +158,8 @@ def _torch() -> Any:
 def _line(m: Measured, extra: str = "") -> str:
     t = "-" if m.median_ms is None else f"{m.median_ms:9.4f} ms"
     e = "" if m.max_rel_err is None else f"  err {m.max_rel_err:.1e}"
-    return f"  {m.name:34s} {t}{extra}{e}{('  ' + m.note) if m.note else ''}"
+    r = "" if m.registers is None else f"  {m.registers} regs x {m.threads_per_block} threads"
+    return f"  {m.name:34s} {t}{extra}{e}{r}{('  ' + m.note) if m.note else ''}"
 
 
 # --- softmax -----------------------------------------------------------------------------
@@ -175,23 +189,28 @@ def bench_softmax(shapes: Sequence[tuple[int, int]], repeats: int = 30, variants
         row_max, row_sum = cuda.device_array(rows, np.float32), cuda.device_array(rows, np.float32)
         e = cuda.device_array((rows, cols), np.float32)
         row = SoftmaxRow(rows, cols, 8 * rows * cols)
-        runs: list[tuple[str, Callable[[], object]]] = [
-            ("numba unfused (4 kernels)", lambda: softmax.run_unfused(dx, row_max, e, row_sum, out)),
+        runs: list[tuple[str, Callable[[], object], Any, int]] = [
+            ("numba unfused (4 kernels)", lambda: softmax.run_unfused(dx, row_max, e, row_sum, out),
+             softmax.subtract_exp_kernel, 256),
         ]
         threads_options = [softmax.default_threads(cols)]
         if variants and not is_simulator():
             threads_options = sorted({t for t in (128, 256, 512, 1024) if cols <= 64 * t} | set(threads_options))
         for t in threads_options:
-            runs.append((f"numba fused, {t} threads/row", lambda t=t: softmax.run_fused(dx, out, t)))
+            runs.append((f"numba fused, {t} threads/row", lambda t=t: softmax.run_fused(dx, out, t),
+                         softmax.rows_kernel(cols, t), t))
         for t in ([256, 512] if variants and not is_simulator() else [softmax.default_threads(cols)]):
-            runs.append((f"numba online, {t} threads/row", lambda t=t: softmax.run_online(dx, out, t)))
-        for name, run in runs:
+            runs.append((f"numba online, {t} threads/row", lambda t=t: softmax.run_online(dx, out, t),
+                         softmax.online_softmax_kernel, t))
+        for name, run, kernel, t in runs:
             poison(out)
             run()
             cuda.synchronize()
             err = softmax_error(out.copy_to_host(), x, sample)
-            row.measured.append(_m(name, _time(run, name, repeats) if err < 1e-5 else None, err,
-                                   "" if err < 1e-5 else "WRONG: not timed"))
+            measured = _m(name, _time(run, name, repeats) if err < 1e-5 else None, err,
+                          "" if err < 1e-5 else "WRONG: not timed")
+            measured.registers, measured.threads_per_block = registers(kernel), t
+            row.measured.append(measured)
         if torch is not None:
             tx = torch.as_tensor(x, device="cuda")
 
@@ -257,9 +276,11 @@ def bench_attention(lengths: Sequence[int], batch: int, heads: int, d: int = HEA
         out = cuda.device_array((bh, length, d), np.float32)
         row = AttentionRow(batch, heads, length, d, 4.0 * bh * length * length * d, 2 * 4 * bh * length * length)
         runs: list[tuple[str, bool, Callable[[], object]]] = []
+        kernels: dict[str, tuple[Any, int]] = {}
         for cfg in flash_configs():
-            runs.append((f"numba fused q{cfg.block_q}/k{cfg.block_k}", False,
-                         lambda cfg=cfg: attention.run_fused(dq, dk, dv, out, False, cfg)))
+            name = f"numba fused q{cfg.block_q}/k{cfg.block_k}"
+            runs.append((name, False, lambda cfg=cfg: attention.run_fused(dq, dk, dv, out, False, cfg)))
+            kernels[name] = (attention.flash_kernel(d, cfg, False), cfg.block_q)
         runs.append(("numba fused causal", True, lambda: attention.run_fused(dq, dk, dv, out, True)))
         scratch = None
         if unfused:
@@ -272,7 +293,10 @@ def bench_attention(lengths: Sequence[int], batch: int, heads: int, d: int = HEA
             cuda.synchronize()
             err = attention_error(out.copy_to_host(), q, k, v, check_heads, causal)
             ok = err < 1e-4
-            row.measured.append(_m(name, _time(run, name, repeats) if ok else None, err, "" if ok else "WRONG"))
+            measured = _m(name, _time(run, name, repeats) if ok else None, err, "" if ok else "WRONG")
+            if name in kernels:
+                measured.registers, measured.threads_per_block = registers(kernels[name][0]), kernels[name][1]
+            row.measured.append(measured)
         del scratch
         if torch is not None:
             torch.backends.cuda.matmul.allow_tf32 = False
