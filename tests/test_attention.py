@@ -1,5 +1,10 @@
 """Attention: both pipelines against float64, causal masking, counts and memory footprint."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -7,6 +12,7 @@ from numba import cuda
 from helpers import attention as at
 from helpers import softmax as sm
 from helpers.checks import poisoned
+from helpers.lab import reductions
 
 
 def qkv(heads, length, d):
@@ -87,11 +93,6 @@ for kernel, sig in kernels:
 
 def test_kernels_compile_to_float32_arithmetic_only():
     """A bare -math.inf or 0 in a kernel makes Numba compute in float64, several times slower on a GPU."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     root = str(Path(__file__).resolve().parent.parent)
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", PYTHONPATH=root)
     done = subprocess.run([sys.executable, "-c", FLOAT32_ONLY], capture_output=True, text=True, env=env, timeout=300)
@@ -101,3 +102,15 @@ def test_kernels_compile_to_float32_arithmetic_only():
     counts = dict(line.split() for line in done.stdout.strip().splitlines())
     assert len(counts) == 10
     assert all(n == "0" for n in counts.values()), f"float64 instructions in: {counts}"
+
+
+def test_attention_claims_from_the_numbers():
+    row = {"length": 4096, "flops": 2.75e11, "measured": [
+        {"name": "numba fused q64/k64", "median_ms": 10.0}, {"name": "numba fused q128/k64", "median_ms": 8.0},
+        {"name": "numba unfused (S, P in memory)", "median_ms": 80.0},
+        {"name": "torch naive fp32 (TF32 off)", "median_ms": 12.0}]}
+    claims = reductions.attention_claims({"peak_fp32_flops": 6.7e13, "rows": [row]}, {"length": 4096, "ratio": 25.0})
+    assert "unfused Numba pipeline at L = 4096: yes, 10.00x" in claims[0]
+    assert "naive torch fp32 at L = 4096: yes, 1.50x" in claims[1]
+    assert "51% of the FP32 peak" in claims[2]
+    assert claims[3].endswith("yes, 25x")

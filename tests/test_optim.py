@@ -5,6 +5,7 @@ import pytest
 from numba import cuda
 
 from helpers import optim as op
+from helpers.lab import reductions
 from helpers.ledger import Ledger
 
 
@@ -74,3 +75,13 @@ def test_mixed_sizes_span_orders_of_magnitude():
     sizes = op.mixed_sizes(200, 2**26)
     assert len(sizes) == 200 and max(sizes) / min(sizes) > 100
     assert abs(sum(sizes) - 2**26) < 2**26 * 0.01
+
+
+def test_adamw_claims_from_the_numbers():
+    def record(ours, theirs):
+        return {"rows": [{"case": "one tensor", "tensors": 1, "measured": [
+            {"name": "numba fused (one launch per tensor)", "median_ms": ours},
+            {"name": "torch AdamW fused=True", "median_ms": theirs}]}]}
+
+    assert reductions.adamw_claims(record(0.52, 0.5))[0].endswith("yes, 1.04x its time")
+    assert reductions.adamw_claims(record(0.6, 0.5))[0].endswith("no, 1.20x its time")

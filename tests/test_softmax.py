@@ -1,5 +1,7 @@
 """The three softmax kernels: correct against float64 NumPy, counted by the ledger, bad input refused."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -78,3 +80,34 @@ def test_bad_input_is_refused():
         sm.rows_kernel(10_000, 32)
     with pytest.raises(ValueError, match="multiple of 32"):
         sm.rows_kernel(100, 48)
+
+
+def test_bench_records_and_tables_in_the_simulator():
+    bench = reductions.bench_softmax([(4, 37)], repeats=1)
+    record = {"environment": {"sm_count": 2}, **dataclasses.asdict(bench)}
+    assert all(m["max_rel_err"] < 1e-5 for m in record["rows"][0]["measured"])
+    assert "numba fused" in reductions.softmax_table(record)
+
+
+def fake_softmax_record(fused_ms, torch_ms, unfused_ms):
+    measured = [{"name": "numba unfused (4 kernels)", "median_ms": unfused_ms, "registers": 30, "threads_per_block": 256},
+                {"name": "numba fused, 256 threads/row", "median_ms": fused_ms, "registers": 32, "threads_per_block": 256},
+                {"name": "torch.softmax", "median_ms": torch_ms}]
+    return {"environment": {"sm_count": 132}, "copy_ceiling_gbs": 4000.0,
+            "rows": [{"rows": 16384, "cols": 4096, "bytes_moved": 8 * 16384 * 4096, "measured": measured}]}
+
+
+def test_claims_say_yes_and_no_from_the_numbers():
+    yes = reductions.softmax_claims(fake_softmax_record(0.2, 0.22, 0.9))
+    assert yes[0].startswith("fused Numba softmax at least as fast as torch.softmax at 16384 x 4096: yes")
+    assert ": yes, 4.50x" in yes[1]
+    no = reductions.softmax_claims(fake_softmax_record(0.3, 0.22, 0.6))
+    assert ": no, 0.73x" in no[0] and ": no, 2.00x" in no[1]
+
+
+def test_bytes_in_flight():
+    assert reductions.resident_blocks(256, 32) == 8  # thread limit: 2048 / 256
+    assert reductions.resident_blocks(256, 128) == 2  # register limit: 65536 / (128 * 256)
+    (fused,) = reductions.bytes_in_flight(fake_softmax_record(0.2, 0.22, 0.9))
+    assert fused.loads_per_thread == 16 and fused.bytes_in_flight == 132 * 8 * 256 * 16 * 4
+    assert fused.implied_latency_us == pytest.approx(fused.bytes_in_flight / (fused.achieved_gbs * 1e3))

@@ -631,3 +631,51 @@ def adamw_claims(record: dict[str, Any]) -> list[str]:
             claims.append(f"fused Numba step within 10% of torch's fused=True on {where}: "
                           f"{'yes' if r <= 1.1 else 'no'}, {r:.2f}x its time")
     return claims
+
+
+@dataclass
+class InFlight:
+    """How many bytes of loads one Numba softmax configuration can have outstanding."""
+
+    name: str
+    threads_per_block: int
+    registers: int
+    blocks_per_sm: int  # resident blocks, limited by registers, threads and the 32-block cap
+    loads_per_thread: int  # independent loads a thread can have outstanding at once
+    bytes_in_flight: int  # over the whole GPU
+    achieved_gbs: float
+
+    @property
+    def implied_latency_us(self) -> float:
+        """Little's law backwards: the latency at which these bytes in flight give the achieved rate."""
+        return self.bytes_in_flight / (self.achieved_gbs * 1e3)
+
+
+def resident_blocks(threads: int, regs: int, max_threads: int = 2048, max_blocks: int = 32,
+                    registers_per_sm: int = 65536) -> int:
+    """Blocks of ``threads`` that fit on one SM at ``regs`` registers per thread (8-register granules)."""
+    per_warp = -(-regs // 8) * 8 * 32
+    warps = -(-threads // 32)
+    return max(0, min(max_blocks, max_threads // threads, registers_per_sm // (per_warp * warps)))
+
+
+def bytes_in_flight(record: dict[str, Any], rows: int = 16384, cols: int = 4096) -> list[InFlight]:
+    """Bytes in flight for each timed fused and online Numba softmax at one shape.
+
+    A row-in-registers thread issues all its ``ceil(cols / threads)`` loads before it
+    uses any; an online thread uses each value before its next load, so count one.
+    """
+    sms = record["environment"]["sm_count"]
+    out = []
+    for row in record["rows"]:
+        if (row["rows"], row["cols"]) != (rows, cols):
+            continue
+        for m in row["measured"]:
+            if m["median_ms"] is None or not m.get("registers") or not m["name"].startswith(("numba fused", "numba online")):
+                continue
+            t = m["threads_per_block"]
+            loads = -(-cols // t) if m["name"].startswith("numba fused") else 1
+            blocks = resident_blocks(t, m["registers"])
+            out.append(InFlight(m["name"], t, m["registers"], blocks, loads, sms * blocks * t * loads * 4,
+                                row["bytes_moved"] / m["median_ms"] / 1e6))
+    return out
