@@ -245,3 +245,38 @@ class Footprint:
 def footprint(heads: int, length: int, d: int) -> Footprint:
     """The arrays each pipeline allocates (run_fused allocates none; run_unfused needs S and P)."""
     return Footprint(length, 4 * heads * length * d * 4, 2 * heads * length * length * 4, 0)
+
+
+@dataclass
+class Traffic:
+    """Bytes each pipeline moves per array, as the ledger counts them (distinct elements per thread)."""
+
+    unfused: dict[str, int]
+    fused: dict[str, int]
+
+    @property
+    def unfused_bytes(self) -> int:
+        return sum(self.unfused.values())
+
+    @property
+    def fused_bytes(self) -> int:
+        return sum(self.fused.values())
+
+
+def predicted_traffic(heads: int, length: int, d: int, config: FlashConfig | None = None) -> Traffic:
+    """The ledger's count for both pipelines (not causal), from the kernels' loops, at any size.
+
+    Unfused: ``scores_kernel`` loads each element of Q once per column of 16 x 16 tiles and
+    each element of K once per row of tiles, and writes S; the softmax reads S and writes P;
+    ``weighted_sum_kernel`` loads P once per 16 output columns and V once per row of tiles.
+    Fused: Q is read once, K and V once per block of query rows, O written once.
+    """
+    config = config or default_config()
+    f = 4  # bytes per float32
+    tiles, col_tiles = math.ceil(length / TILE), math.ceil(d / TILE)
+    row_blocks = math.ceil(length / config.block_q)
+    vec, square = heads * length * d, heads * length * length
+    unfused = {"q": f * tiles * vec, "k": f * tiles * vec, "s": f * 2 * square,
+               "p": f * (1 + col_tiles) * square, "v": f * tiles * vec, "out": f * vec}
+    fused = {"q": f * vec, "k": f * row_blocks * vec, "v": f * row_blocks * vec, "out": f * vec}
+    return Traffic(unfused, fused)

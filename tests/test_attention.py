@@ -114,3 +114,11 @@ def test_attention_claims_from_the_numbers():
     assert "naive torch fp32 at L = 4096: yes, 1.50x" in claims[1]
     assert "51% of the FP32 peak" in claims[2]
     assert claims[3].endswith("yes, 25x")
+
+
+@pytest.mark.parametrize("length, d", [(20, 8), (37, 4)])
+def test_predicted_traffic_is_the_simulator_count(length, d):
+    unfused, fused = sm.count_in_simulator(at.count_ledgers, heads=1, length=length, d=d)
+    predicted = at.predicted_traffic(1, length, d)
+    assert unfused.bytes_by_array == predicted.unfused
+    assert fused.bytes_by_array == predicted.fused
