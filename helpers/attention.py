@@ -132,9 +132,9 @@ def run_unfused(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, causal: bool =
 # --- fused: FlashAttention-style ---------------------------------------------------
 
 
-def make_flash_attention_kernel(head_dim, block_q, block_k, causal):
+def make_flash_attention_kernel(head_dim, block_q, block_k, causal, batch=4):
     """Fused attention for heads of ``head_dim``: ``block_q`` query rows per block, key tiles of ``block_k``."""
-    D, BQ, BK = head_dim, block_q, block_k  # compile-time constants
+    D, BQ, BK, BATCH = head_dim, block_q, block_k, batch  # compile-time constants
 
     @cuda.jit
     def flash_attention_kernel(q, k, v, out, scale):
@@ -146,6 +146,8 @@ def make_flash_attention_kernel(head_dim, block_q, block_k, causal):
         v_tile = cuda.shared.array((BK, D), float32, alignment=SHARED_ALIGN)
         q_row = cuda.local.array(D, float32)  # registers
         acc = cuda.local.array(D, float32)  # the output row, unnormalised
+        k_part = cuda.local.array(BATCH, float32)
+        v_part = cuda.local.array(BATCH, float32)
         for c in range(D):
             q_row[c] = q[bh, i, c] * scale if i < length else float32(0)
             acc[c] = float32(0)
@@ -153,10 +155,15 @@ def make_flash_attention_kernel(head_dim, block_q, block_k, causal):
         total = float32(0)  # running sum of exp(score - m)
         keys = min(length, (cuda.blockIdx.x + 1) * BQ) if causal else length
         for start in range(0, keys, BK):
-            for e in range(t, BK * D, BQ):  # the block stages K and V tiles, coalesced
-                r, c = e // D, e % D
-                k_tile[r, c] = k[bh, start + r, c] if start + r < length else float32(0)
-                v_tile[r, c] = v[bh, start + r, c] if start + r < length else float32(0)
+            for e0 in range(0, BK * D, BQ * BATCH):  # the block stages K and V tiles, coalesced,
+                for u in range(BATCH):  # BATCH loads of each issued before any is needed
+                    r, c = (e0 + u * BQ + t) // D, (e0 + u * BQ + t) % D
+                    k_part[u] = k[bh, start + r, c] if start + r < length else float32(0)
+                    v_part[u] = v[bh, start + r, c] if start + r < length else float32(0)
+                for u in range(BATCH):
+                    r, c = (e0 + u * BQ + t) // D, (e0 + u * BQ + t) % D
+                    k_tile[r, c] = k_part[u]
+                    v_tile[r, c] = v_part[u]
             cuda.syncthreads()
             for j in range(min(BK, keys - start)):
                 if not causal or start + j <= i:
@@ -191,23 +198,27 @@ class FlashConfig:
 
     block_q: int = 64
     block_k: int = 64
+    batch: int = 4  # tile loads each thread has in flight at once
 
 
 def default_config() -> FlashConfig:
     """64 query rows and 64-key tiles on a GPU; 16 and 16 in the simulator."""
-    return FlashConfig(16, 16) if is_simulator() else FlashConfig()
+    return FlashConfig(16, 16, 4) if is_simulator() else FlashConfig()
 
 
-_flash: dict[tuple[int, int, int, bool], Any] = {}
+_flash: dict[tuple[int, int, int, int, bool], Any] = {}
 
 
 def flash_kernel(head_dim: int, config: FlashConfig, causal: bool) -> Any:
     """The fused kernel for this head size, block shape and masking (compiled once each)."""
     if head_dim > 128 or head_dim % 4:
         raise ValueError(f"head size must be a multiple of 4 and at most 128 (a row is kept in registers), got {head_dim}")
-    key = (head_dim, config.block_q, config.block_k, causal)
+    if (config.block_k * head_dim) % (config.block_q * config.batch):
+        raise ValueError(f"a tile of {config.block_k} keys x {head_dim} must split evenly into batches of "
+                         f"{config.batch} loads over {config.block_q} threads")
+    key = (head_dim, config.block_q, config.block_k, config.batch, causal)
     if key not in _flash:
-        _flash[key] = make_flash_attention_kernel(head_dim, config.block_q, config.block_k, causal)
+        _flash[key] = make_flash_attention_kernel(head_dim, config.block_q, config.block_k, causal, config.batch)
     return _flash[key]
 
 

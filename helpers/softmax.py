@@ -229,11 +229,11 @@ def make_softmax_kernel(n_cols, threads):
         for k in range(per_thread):
             values[k] = math.exp(values[k] - m)  # exp(-inf) = 0 for the padding
             s += values[k]
-        s = block_sum(s, scratch)
+        inverse = float32(1) / block_sum(s, scratch)  # one division per row, then multiplications
         for k in range(per_thread):
             j = k * threads + t
             if j < n_cols:
-                out[row, j] = values[k] / s
+                out[row, j] = values[k] * inverse
 
     return softmax_rows_kernel
 
@@ -256,8 +256,9 @@ def online_softmax_kernel(x, out):
         else:
             s += math.exp(v - m)
     m, s = block_merge(m, s, scratch_m, scratch_s)
+    inverse = float32(1) / s
     for j in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
-        out[row, j] = math.exp(x[row, j] - m) / s
+        out[row, j] = math.exp(x[row, j] - m) * inverse
 
 
 # --- launching ------------------------------------------------------------------

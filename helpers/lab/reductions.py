@@ -195,11 +195,11 @@ def bench_softmax(shapes: Sequence[tuple[int, int]], repeats: int = 30, variants
         ]
         threads_options = [softmax.default_threads(cols)]
         if variants and not is_simulator():
-            threads_options = sorted({t for t in (128, 256, 512, 1024) if cols <= 64 * t} | set(threads_options))
+            threads_options = sorted({t for t in (64, 128, 256, 512) if cols <= 64 * t} | set(threads_options))
         for t in threads_options:
             runs.append((f"numba fused, {t} threads/row", lambda t=t: softmax.run_fused(dx, out, t),
                          softmax.rows_kernel(cols, t), t))
-        for t in ([256, 512] if variants and not is_simulator() else [softmax.default_threads(cols)]):
+        for t in ([256] if not is_simulator() else [softmax.default_threads(cols)]):
             runs.append((f"numba online, {t} threads/row", lambda t=t: softmax.run_online(dx, out, t),
                          softmax.online_softmax_kernel, t))
         for name, run, kernel, t in runs:
@@ -259,8 +259,9 @@ def attention_error(got: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray
 def flash_configs() -> list[attention.FlashConfig]:
     if is_simulator():
         return [attention.default_config()]
-    return [attention.FlashConfig(64, 64), attention.FlashConfig(128, 64), attention.FlashConfig(128, 32),
-            attention.FlashConfig(32, 64)]
+    return [attention.FlashConfig(64, 64, 1), attention.FlashConfig(64, 64, 4), attention.FlashConfig(64, 64, 8),
+            attention.FlashConfig(128, 64, 1), attention.FlashConfig(128, 64, 4), attention.FlashConfig(128, 64, 8),
+            attention.FlashConfig(128, 32, 4)]
 
 
 def bench_attention(lengths: Sequence[int], batch: int, heads: int, d: int = HEAD_DIM, repeats: int = 5,
@@ -278,7 +279,7 @@ def bench_attention(lengths: Sequence[int], batch: int, heads: int, d: int = HEA
         runs: list[tuple[str, bool, Callable[[], object]]] = []
         kernels: dict[str, tuple[Any, int]] = {}
         for cfg in flash_configs():
-            name = f"numba fused q{cfg.block_q}/k{cfg.block_k}"
+            name = f"numba fused q{cfg.block_q}/k{cfg.block_k}/b{cfg.batch}"
             runs.append((name, False, lambda cfg=cfg: attention.run_fused(dq, dk, dv, out, False, cfg)))
             kernels[name] = (attention.flash_kernel(d, cfg, False), cfg.block_q)
         runs.append(("numba fused causal", True, lambda: attention.run_fused(dq, dk, dv, out, True)))
