@@ -238,6 +238,46 @@ def make_softmax_kernel(n_cols, threads):
     return softmax_rows_kernel
 
 
+def make_pipelined_softmax_kernel(n_cols, threads):
+    """Like :func:`make_softmax_kernel`, but each block walks over several rows (row, row + grid, ...)
+    and starts loading the next row before it reduces the current one."""
+    per_thread = (n_cols + threads - 1) // threads
+
+    @cuda.jit
+    def pipelined_softmax_kernel(x, out):
+        t = cuda.threadIdx.x
+        scratch = cuda.shared.array(32, float32)
+        values = cuda.local.array(per_thread, float32)
+        following = cuda.local.array(per_thread, float32)  # the next row, on its way from memory
+        row = cuda.blockIdx.x
+        for k in range(per_thread):
+            j = k * threads + t
+            values[k] = x[row, j] if j < n_cols and row < x.shape[0] else float32(-math.inf)
+        while row < x.shape[0]:
+            next_row = row + cuda.gridDim.x
+            for k in range(per_thread):  # issued now, waited for only at the end of this row
+                j = k * threads + t
+                following[k] = x[next_row, j] if j < n_cols and next_row < x.shape[0] else float32(-math.inf)
+            m = float32(-math.inf)
+            for k in range(per_thread):
+                m = max(m, values[k])
+            m = block_max(m, scratch)
+            s = float32(0)
+            for k in range(per_thread):
+                values[k] = math.exp(values[k] - m)
+                s += values[k]
+            inverse = float32(1) / block_sum(s, scratch)
+            for k in range(per_thread):
+                j = k * threads + t
+                if j < n_cols:
+                    out[row, j] = values[k] * inverse
+            for k in range(per_thread):
+                values[k] = following[k]
+            row = next_row
+
+    return pipelined_softmax_kernel
+
+
 # --- 3. online softmax: running max and running sum in one pass --------------------
 
 
@@ -279,6 +319,18 @@ def rows_kernel(n_cols: int, threads: int) -> Any:
     return _kernels[key]
 
 
+_pipelined: dict[tuple[int, int], Any] = {}
+
+
+def pipelined_kernel(n_cols: int, threads: int) -> Any:
+    """The pipelined row kernel for this row length and block size (compiled once each)."""
+    rows_kernel(n_cols, threads)  # the same limits
+    key = (n_cols, threads)
+    if key not in _pipelined:
+        _pipelined[key] = make_pipelined_softmax_kernel(n_cols, threads)
+    return _pipelined[key]
+
+
 def default_threads(n_cols: int) -> int:
     """Threads per row block: about 8 to 16 elements per thread, a multiple of the warp."""
     if is_simulator():
@@ -301,6 +353,14 @@ def run_fused(x: Any, out: Any, threads: int | None = None) -> None:
     rows, cols = _require_matrix(x, out)
     threads = threads or default_threads(cols)
     rows_kernel(cols, threads)[rows, threads](x, out)
+
+
+def run_pipelined(x: Any, out: Any, threads: int | None = None, blocks: int | None = None) -> None:
+    """One launch of the pipelined kernel on ``blocks`` blocks (default: a quarter of the rows), each walking over rows."""
+    rows, cols = _require_matrix(x, out)
+    threads = threads or default_threads(cols)
+    blocks = blocks or max(1, rows // 4)
+    pipelined_kernel(cols, threads)[min(blocks, rows), threads](x, out)
 
 
 def run_online(x: Any, out: Any, threads: int | None = None) -> None:

@@ -84,7 +84,8 @@ A, M, V, s = float32[:, :, ::1], float32[:, ::1], float32[::1], float32
 kernels = [(at.make_flash_attention_kernel(64, 64, 64, True), (A, A, A, A, s)), (at.scores_kernel, (A, A, M, s, boolean)),
            (at.weighted_sum_kernel, (M, A, A)), (sm.make_softmax_kernel(1000, 128), (M, M)),
            (sm.online_softmax_kernel, (M, M)), (sm.row_max_kernel, (M, V)), (sm.subtract_exp_kernel, (M, V, M)),
-           (sm.row_sum_kernel, (M, V)), (sm.divide_kernel, (M, V, M)), (op.adamw_kernel, (V, V, V, V) + (s,) * 7)]
+           (sm.row_sum_kernel, (M, V)), (sm.divide_kernel, (M, V, M)), (op.adamw_kernel, (V, V, V, V) + (s,) * 7),
+           (sm.make_pipelined_softmax_kernel(1000, 128), (M, M))]
 for kernel, sig in kernels:
     ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0))
     print(kernel.py_func.__name__, len(re.findall(r"\.f64\b", ptx)))
@@ -100,7 +101,7 @@ def test_kernels_compile_to_float32_arithmetic_only():
         pytest.skip("no NVVM to compile PTX with")
     assert done.returncode == 0, done.stderr[-2000:]
     counts = dict(line.split() for line in done.stdout.strip().splitlines())
-    assert len(counts) == 10
+    assert len(counts) == 11
     assert all(n == "0" for n in counts.values()), f"float64 instructions in: {counts}"
 
 

@@ -32,7 +32,7 @@ def kernels_in(notebook: str) -> dict[str, str]:
         ("03_one_fused_kernel.ipynb", pipeline, ["fused_kernel"]),
         ("11_fusing_through_a_reduction.ipynb", softmax,
          ["row_max_kernel", "subtract_exp_kernel", "row_sum_kernel", "divide_kernel", "make_softmax_kernel",
-          "online_softmax_kernel"]),
+          "make_pipelined_softmax_kernel", "online_softmax_kernel"]),
         ("11_fusing_through_a_reduction.ipynb", attention,
          ["scores_kernel", "weighted_sum_kernel", "make_flash_attention_kernel"]),
         ("12_a_fused_optimizer_step.ipynb", optim,

@@ -195,10 +195,16 @@ def bench_softmax(shapes: Sequence[tuple[int, int]], repeats: int = 30, variants
         ]
         threads_options = [softmax.default_threads(cols)]
         if variants and not is_simulator():
-            threads_options = sorted({t for t in (64, 128, 256, 512) if cols <= 64 * t} | set(threads_options))
+            threads_options = sorted({t for t in (64, 128, 256) if cols <= 64 * t} | set(threads_options))
         for t in threads_options:
             runs.append((f"numba fused, {t} threads/row", lambda t=t: softmax.run_fused(dx, out, t),
                          softmax.rows_kernel(cols, t), t))
+        pipelined = [(128, 2), (128, 4), (128, 8), (64, 4)] if variants and not is_simulator() else [(softmax.default_threads(cols), 2)]
+        for t, per_block in pipelined:
+            if cols <= 64 * t:
+                runs.append((f"numba fused pipelined, {t} threads, {per_block} rows/block",
+                             lambda t=t, b=max(1, rows // per_block): softmax.run_pipelined(dx, out, t, b),
+                             softmax.pipelined_kernel(cols, t), t))
         for t in ([256] if not is_simulator() else [softmax.default_threads(cols)]):
             runs.append((f"numba online, {t} threads/row", lambda t=t: softmax.run_online(dx, out, t),
                          softmax.online_softmax_kernel, t))
@@ -260,8 +266,7 @@ def flash_configs() -> list[attention.FlashConfig]:
     if is_simulator():
         return [attention.default_config()]
     return [attention.FlashConfig(64, 64, 1), attention.FlashConfig(64, 64, 4), attention.FlashConfig(64, 64, 8),
-            attention.FlashConfig(128, 64, 1), attention.FlashConfig(128, 64, 4), attention.FlashConfig(128, 64, 8),
-            attention.FlashConfig(128, 32, 4)]
+            attention.FlashConfig(128, 64, 4), attention.FlashConfig(128, 32, 4)]
 
 
 def bench_attention(lengths: Sequence[int], batch: int, heads: int, d: int = HEAD_DIM, repeats: int = 5,
