@@ -110,7 +110,7 @@ def test_attention_claims_from_the_numbers():
         {"name": "numba fused q64/k64", "median_ms": 10.0}, {"name": "numba fused q128/k64", "median_ms": 8.0},
         {"name": "numba unfused (S, P in memory)", "median_ms": 80.0},
         {"name": "torch naive fp32 (TF32 off)", "median_ms": 12.0}]}
-    claims = reductions.attention_claims({"peak_fp32_flops": 6.7e13, "rows": [row]}, {"length": 4096, "ratio": 25.0})
+    claims = reductions.attention_claims({"peak_fp32_flops": 6.7e13, "rows": [row]}, {"length": 4096, "heads": 16, "ratio": 25.0})
     assert "unfused Numba pipeline at L = 4096: yes, 10.00x" in claims[0]
     assert "naive torch fp32 at L = 4096: yes, 1.50x" in claims[1]
     assert "51% of the FP32 peak" in claims[2]

@@ -19,6 +19,6 @@ out=()
 [ -n "${OUT:-}" ] && out=(--out "$OUT")
 part() { local limit=$1; shift; echo "== $*"; timeout "$limit" python3 -m helpers.lab.reductions "$@" "${out[@]}"; echo "rc=$? ($*)"; }
 part 35 softmax
-part 40 attention
+part 43 attention
 part 30 adamw
-if command -v ncu >/dev/null; then part 15 ncu-attention --length 4096 --heads 16 --limit 12; else echo "no ncu: DRAM bytes not profiled"; fi
+if command -v ncu >/dev/null; then part 12 ncu-attention --length 4096 --heads 16 --limit 10; else echo "no ncu: DRAM bytes not profiled"; fi
