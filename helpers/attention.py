@@ -132,9 +132,9 @@ def run_unfused(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, causal: bool =
 # --- fused: FlashAttention-style ---------------------------------------------------
 
 
-def make_flash_attention_kernel(head_dim, block_q, block_k, causal, batch=4):
+def make_flash_attention_kernel(head_dim, block_q, block_k, causal, batch=4, keys_per_step=2):
     """Fused attention for heads of ``head_dim``: ``block_q`` query rows per block, key tiles of ``block_k``."""
-    D, BQ, BK, BATCH = head_dim, block_q, block_k, batch  # compile-time constants
+    D, BQ, BK, BATCH, STEP = head_dim, block_q, block_k, batch, keys_per_step  # compile-time constants
 
     @cuda.jit
     def flash_attention_kernel(q, k, v, out, scale):
@@ -148,6 +148,7 @@ def make_flash_attention_kernel(head_dim, block_q, block_k, causal, batch=4):
         acc = cuda.local.array(D, float32)  # the output row, unnormalised
         k_part = cuda.local.array(BATCH, float32)
         v_part = cuda.local.array(BATCH, float32)
+        scores = cuda.local.array(STEP, float32)
         for c in range(D):
             q_row[c] = q[bh, i, c] * scale if i < length else float32(0)
             acc[c] = float32(0)
@@ -165,23 +166,30 @@ def make_flash_attention_kernel(head_dim, block_q, block_k, causal, batch=4):
                     k_tile[r, c] = k_part[u]
                     v_tile[r, c] = v_part[u]
             cuda.syncthreads()
-            for j in range(min(BK, keys - start)):
-                if not causal or start + j <= i:
+            for j0 in range(0, min(BK, keys - start), STEP):
+                m_step = m
+                for u in range(STEP):  # STEP keys at once: their dot products overlap
+                    j = min(j0 + u, BK - 1)  # a key past the tile's end is masked just below
                     s0 = s1 = s2 = s3 = float32(0)  # four partial sums: independent FMAs overlap
                     for c in range(0, D, 4):
                         s0 += q_row[c] * k_tile[j, c]
                         s1 += q_row[c + 1] * k_tile[j, c + 1]
                         s2 += q_row[c + 2] * k_tile[j, c + 2]
                         s3 += q_row[c + 3] * k_tile[j, c + 3]
-                    score = (s0 + s1) + (s2 + s3)
-                    if score > m:  # a new max: rescale what has been summed so far
-                        correction = math.exp(m - score)
-                        total *= correction
-                        for c in range(D):
-                            acc[c] *= correction
-                        m = score
-                    weight = math.exp(score - m)
+                    key = start + j0 + u
+                    live = key < keys and (not causal or key <= i)
+                    scores[u] = (s0 + s1) + (s2 + s3) if live else float32(-math.inf)
+                    m_step = max(m_step, scores[u])
+                if m_step > m:  # a new max: rescale what has been summed so far
+                    correction = math.exp(m - m_step)
+                    total *= correction
+                    for c in range(D):
+                        acc[c] *= correction
+                    m = m_step
+                for u in range(STEP):
+                    weight = math.exp(scores[u] - m)  # 0 for a masked key
                     total += weight
+                    j = min(j0 + u, BK - 1)
                     for c in range(D):
                         acc[c] += weight * v_tile[j, c]
             cuda.syncthreads()
@@ -199,14 +207,15 @@ class FlashConfig:
     block_q: int = 64
     block_k: int = 64
     batch: int = 4  # tile loads each thread has in flight at once
+    keys_per_step: int = 2  # keys scored together before one update of the running max
 
 
 def default_config() -> FlashConfig:
     """64 query rows and 64-key tiles on a GPU; 16 and 16 in the simulator."""
-    return FlashConfig(16, 16, 4) if is_simulator() else FlashConfig()
+    return FlashConfig(16, 16, 4, 2) if is_simulator() else FlashConfig()
 
 
-_flash: dict[tuple[int, int, int, int, bool], Any] = {}
+_flash: dict[tuple[int, int, int, int, int, bool], Any] = {}
 
 
 def flash_kernel(head_dim: int, config: FlashConfig, causal: bool) -> Any:
@@ -216,9 +225,12 @@ def flash_kernel(head_dim: int, config: FlashConfig, causal: bool) -> Any:
     if (config.block_k * head_dim) % (config.block_q * config.batch):
         raise ValueError(f"a tile of {config.block_k} keys x {head_dim} must split evenly into batches of "
                          f"{config.batch} loads over {config.block_q} threads")
-    key = (head_dim, config.block_q, config.block_k, config.batch, causal)
+    if config.keys_per_step not in (1, 2, 4):
+        raise ValueError(f"keys_per_step must be 1, 2 or 4, got {config.keys_per_step}")
+    key = (head_dim, config.block_q, config.block_k, config.batch, config.keys_per_step, causal)
     if key not in _flash:
-        _flash[key] = make_flash_attention_kernel(head_dim, config.block_q, config.block_k, causal, config.batch)
+        _flash[key] = make_flash_attention_kernel(head_dim, config.block_q, config.block_k, causal, config.batch,
+                                                  config.keys_per_step)
     return _flash[key]
 
 

@@ -123,3 +123,20 @@ def test_predicted_traffic_is_the_simulator_count(length, d):
     predicted = at.predicted_traffic(1, length, d)
     assert unfused.bytes_by_array == predicted.unfused
     assert fused.bytes_by_array == predicted.fused
+
+
+@pytest.mark.parametrize("config", [at.FlashConfig(16, 16, 4, 1), at.FlashConfig(16, 16, 2, 4), at.FlashConfig(32, 16, 4, 2)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_every_block_shape_matches_float64(config, causal):
+    q, k, v = qkv(2, 33, 8)
+    out = poisoned(2 * 33 * 8).reshape(2, 33, 8)
+    at.run_fused(*(cuda.to_device(a) for a in (q, k, v)), out, causal=causal, config=config)
+    got = out.copy_to_host()
+    assert not np.isnan(got).any() and error(got, at.reference(q, k, v, causal)) < 1e-4
+
+
+def test_impossible_block_shapes_are_refused():
+    with pytest.raises(ValueError, match="split evenly"):
+        at.flash_kernel(8, at.FlashConfig(48, 16, 4, 2), False)
+    with pytest.raises(ValueError, match="keys_per_step"):
+        at.flash_kernel(8, at.FlashConfig(16, 16, 4, 3), False)

@@ -265,8 +265,8 @@ def attention_error(got: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray
 def flash_configs() -> list[attention.FlashConfig]:
     if is_simulator():
         return [attention.default_config()]
-    return [attention.FlashConfig(64, 64, 1), attention.FlashConfig(64, 64, 4), attention.FlashConfig(64, 64, 8),
-            attention.FlashConfig(128, 64, 4)]
+    return [attention.FlashConfig(64, 64, 1, 1), attention.FlashConfig(64, 64, 4, 1), attention.FlashConfig(64, 64, 4, 2),
+            attention.FlashConfig(64, 64, 1, 2), attention.FlashConfig(128, 64, 4, 2)]
 
 
 def bench_attention(lengths: Sequence[int], batch: int, heads: int, d: int = HEAD_DIM, repeats: int = 5,
@@ -284,7 +284,7 @@ def bench_attention(lengths: Sequence[int], batch: int, heads: int, d: int = HEA
         runs: list[tuple[str, bool, Callable[[], object]]] = []
         kernels: dict[str, tuple[Any, int]] = {}
         for cfg in flash_configs():
-            name = f"numba fused q{cfg.block_q}/k{cfg.block_k}/b{cfg.batch}"
+            name = f"numba fused q{cfg.block_q}/k{cfg.block_k}/b{cfg.batch}/s{cfg.keys_per_step}"
             runs.append((name, False, lambda cfg=cfg: attention.run_fused(dq, dk, dv, out, False, cfg)))
             kernels[name] = (attention.flash_kernel(d, cfg, False), cfg.block_q)
         runs.append(("numba fused causal", True, lambda: attention.run_fused(dq, dk, dv, out, True)))
