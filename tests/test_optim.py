@@ -85,3 +85,13 @@ def test_adamw_claims_from_the_numbers():
 
     assert reductions.adamw_claims(record(0.52, 0.5))[0].endswith("yes, 1.04x its time")
     assert reductions.adamw_claims(record(0.6, 0.5))[0].endswith("no, 1.20x its time")
+
+
+def test_launch_story_from_the_numbers():
+    record = {"rows": [{"case": "list", "tensors": 201, "bytes_fused": 28 * 201 * 1000, "measured": [
+        {"name": "numba fused (one launch per tensor)", "median_ms": 2.5},
+        {"name": "numba fused, one launch over a flat buffer", "median_ms": 0.5},
+        {"name": "numba unfused (8 launches per tensor)", "median_ms": 20.0}]}]}
+    lines = reductions.adamw_launches(record)
+    assert "each extra launch costs about 10.0 µs" in lines[0]
+    assert "1608 launches (unfused): 20.000 ms, 40x" in lines[1]

@@ -686,3 +686,31 @@ def bytes_in_flight(record: dict[str, Any], rows: int = 16384, cols: int = 4096)
             out.append(InFlight(m["name"], t, m["registers"], blocks, loads, sms * blocks * t * loads * 4,
                                 row["bytes_moved"] / m["median_ms"] / 1e6))
     return out
+
+
+def adamw_launches(record: dict[str, Any]) -> list[str]:
+    """What the launch count costs on the list of tensors, from the record's times."""
+    rows = [r for r in record["rows"] if r["case"] == "list"]
+    if not rows:
+        return ["no measurement of the list of tensors in this record"]
+    row = rows[0]
+    by = _by_name(row)
+    per_tensor = by.get("numba fused (one launch per tensor)", {}).get("median_ms")
+    flat = by.get("numba fused, one launch over a flat buffer", {}).get("median_ms")
+    unfused = by.get("numba unfused (8 launches per tensor)", {}).get("median_ms")
+    n = row["tensors"]
+    lines = []
+    if per_tensor and flat:
+        lines.append(f"{n} launches: {per_tensor:.3f} ms; one launch over the same bytes: {flat:.3f} ms; "
+                     f"so each extra launch costs about {(per_tensor - flat) / (n - 1) * 1e3:.1f} µs")
+    if unfused and flat:
+        lines.append(f"{8 * n} launches (unfused): {unfused:.3f} ms, {unfused / flat:.0f}x the single launch")
+    one = [r for r in record["rows"] if r["case"] == "one tensor"]
+    if one:
+        big = _by_name(one[0]).get("numba fused (one launch per tensor)", {}).get("median_ms")
+        if big:
+            gbs = one[0]["bytes_fused"] / big / 1e6
+            average = row["bytes_fused"] / n
+            lines.append(f"an average tensor's {average / 1e6:.1f} MB take {average / gbs / 1e3:.2f} µs at the "
+                         f"large tensor's {gbs:.0f} GB/s")
+    return lines
