@@ -19,11 +19,21 @@ class CheckFailed(AssertionError):
     """A kernel's result is wrong; the message says where and how."""
 
 
+def _length(n: Any) -> int:
+    """``n`` as a positive int, or an error saying what is wrong with it."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be a whole number of elements, got {n!r} ({type(n).__name__})")
+    if n <= 0:
+        raise ValueError(f"n must be positive, got n = {n}: an empty array has nothing to check")
+    return int(n)
+
+
 def random_inputs(n: int, count: int = 3, *, dtype: Any = np.float32, seed: int | None = None,
                   low: float = 0.5, high: float = 2.0) -> list[np.ndarray]:
     """``count`` fresh random host arrays of length ``n`` (a new draw unless ``seed`` is given)."""
-    if n <= 0:
-        raise ValueError(f"n must be positive, got {n}")
+    n = _length(n)
+    if count < 1:
+        raise ValueError(f"count must be at least 1 (how many arrays to draw), got {count}")
     rng = np.random.default_rng(seed)
     dtype = np.dtype(dtype)
     if dtype in (np.float32, np.float64):  # draw in the target precision: 2^28 float32s in a second or two
@@ -32,12 +42,20 @@ def random_inputs(n: int, count: int = 3, *, dtype: Any = np.float32, seed: int 
 
 
 def poisoned(n: int, dtype: Any = np.float32) -> Any:
-    """A device array of length ``n`` filled with NaN, so unwritten elements stand out."""
+    """A device array of length ``n`` filled with NaN, so unwritten elements stand out.
+
+    ``dtype`` must be a floating-point type: an integer array cannot hold NaN.
+    """
+    n, dtype = _length(n), np.dtype(dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"poisoned() needs a floating-point dtype (NaN marks unwritten elements); got {dtype}")
     return cuda.to_device(np.full(n, POISON, dtype=dtype))
 
 
 def poison(array: Any) -> Any:
     """Refill an existing device array with NaN and return it."""
+    if np.dtype(array.dtype).kind != "f":
+        raise TypeError(f"poison() needs a floating-point array (NaN marks unwritten elements); got {array.dtype}")
     array.copy_to_device(np.full(array.shape, POISON, dtype=array.dtype))
     return array
 
@@ -49,6 +67,10 @@ def default_tolerance(dtype: Any) -> float:
 
 def check_close(result: Any, expected: np.ndarray, *, name: str = "out", rtol: float | None = None) -> None:
     """Raise :class:`CheckFailed` naming the first bad element, or return quietly."""
+    if result is None:
+        raise CheckFailed(f"`{name}` is None: pass the output array itself (kernels write into it "
+                          "and return nothing)")
+    expected = np.asarray(expected)
     got = result.copy_to_host() if hasattr(result, "copy_to_host") else np.asarray(result)
     if got.shape != expected.shape:
         raise CheckFailed(f"`{name}` has shape {got.shape}, expected {expected.shape}")

@@ -58,6 +58,17 @@ def l2_bytes() -> int | None:
     return int(cuda.get_current_device().L2_CACHE_SIZE)
 
 
+# The memory bandwidth each GPU's datasheet states (GB/s): the series' one *bound*.  The one
+# *best measurement* beside it is the fastest streaming kernel this project measured with the
+# same read/write mix (see helpers.lab.roofline).
+DATASHEET_BANDWIDTH_GBS = {"NVIDIA H200": 4800.0, "NVIDIA H100 80GB HBM3": 3350.0}
+
+
+def datasheet_bandwidth_gbs(name: str | None = None) -> float | None:
+    """The datasheet's memory bandwidth of ``name`` (default: this GPU) in GB/s, if this table knows it."""
+    return DATASHEET_BANDWIDTH_GBS.get(name or device_name())
+
+
 # FP32 lanes per SM by compute capability (CUDA C Programming Guide, arithmetic throughput table).
 FP32_LANES_PER_SM = {(7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128, (9, 0): 128,
                      (10, 0): 128, (12, 0): 128}

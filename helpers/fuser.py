@@ -11,7 +11,9 @@ register (a local variable), and stores the result once::
     kernel[blocks_for(n), BLOCK_SIZE](a, b, c, s, out)
 
 The generated kernel takes the function's parameters in order, then ``out``.
-Supported: ``+ - * /`` between arrays and scalar parameters, and unary ``-``.
+Launched through :func:`fuse`, it first checks its arguments (device arrays of
+one length and one float dtype, numbers for the scalars, ``out`` apart from the
+inputs) and says what is wrong instead of computing garbage.  Supported: ``+ - * /`` between arrays and scalar parameters, and unary ``-``.
 Anything else (powers, comparisons, ``math`` functions, literal constants,
 reductions such as ``max``) raises :class:`FuseError` naming the problem.
 """
@@ -21,7 +23,13 @@ from __future__ import annotations
 import inspect
 import keyword
 import linecache
+import re
 from typing import Any, Callable, Iterable
+
+from .validate import check_elementwise, check_no_aliasing, require_scalar
+
+RESERVED_KERNEL_NAMES = frozenset({"cuda"})
+"""Names the generated source needs for itself (``cuda.grid``): a kernel so named would hide them."""
 
 
 class FuseError(TypeError):
@@ -104,12 +112,37 @@ def _parameters(fn: Callable[..., Any]) -> list[str]:
     return names
 
 
-def generate_source(fn: Callable[..., Any], scalars: Iterable[str] = (), name: str = "fused") -> str:
-    """Trace ``fn`` with stand-in values and return the source of one elementwise kernel."""
-    if not name.isidentifier() or keyword.iskeyword(name):
+def scalar_names(scalars: Iterable[str] | str) -> list[str]:
+    """The scalar parameter names: a tuple of names, or one string of names (``"s"`` or ``"s, k"``)."""
+    if isinstance(scalars, str):
+        # One string is read as names separated by commas or spaces, never letter by letter.
+        names: list[Any] = [n for n in re.split(r"[\s,]+", scalars) if n]
+    else:
+        try:
+            names = list(scalars)
+        except TypeError:
+            raise FuseError(f"scalars must be a tuple of parameter names such as ('s',), got {scalars!r}") from None
+    for n in names:
+        if not isinstance(n, str) or not n.isidentifier():
+            raise FuseError(f"scalars must be parameter names such as ('s', 'k'); {n!r} is not a name")
+    return names
+
+
+def check_kernel_name(name: Any) -> str:
+    """``name`` if it can name the generated kernel; else :class:`FuseError` saying why."""
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise FuseError(f"kernel name {name!r} is not a Python identifier")
+    if name in RESERVED_KERNEL_NAMES:
+        raise FuseError(f"kernel name {name!r} is taken: the generated kernel calls `cuda.grid`, "
+                        "and a kernel named `cuda` would hide the module; choose another name")
+    return name
+
+
+def generate_source(fn: Callable[..., Any], scalars: Iterable[str] | str = (), name: str = "fused") -> str:
+    """Trace ``fn`` with stand-in values and return the source of one elementwise kernel."""
+    check_kernel_name(name)
     params = _parameters(fn)
-    scalars = set(scalars)
+    scalars = set(scalar_names(scalars))
     unknown = scalars - set(params)
     if unknown:
         raise FuseError(f"scalars {sorted(unknown)} are not parameters of the function {params}")
@@ -176,9 +209,65 @@ def compile_source(source: str, name: str = "fused") -> Any:
     return kernel
 
 
-def fuse(fn: Callable[..., Any], scalars: Iterable[str] = (), name: str = "fused") -> Any:
-    """One ``@cuda.jit`` kernel computing ``fn`` elementwise; its source is ``kernel.source``.
+class FusedKernel:
+    """A kernel made by :func:`fuse`: launch it as ``kernel[blocks, threads](*arguments, out)``.
 
-    Launch it as ``kernel[blocks, threads](*arguments_of_fn, out)``.
+    Each launch checks its arguments first: the arrays must be 1-D device arrays of
+    one length and one floating-point dtype, each scalar one finite number (passed
+    in the arrays' dtype, so float32 stays float32), and ``out`` must not overlap an
+    input except by being exactly one of them (``x = x * k`` in place is safe
+    elementwise).  ``source`` is the generated code; any other attribute
+    (``py_func``, ``inspect_asm`` ...) is the underlying ``@cuda.jit`` kernel's.
     """
-    return compile_source(generate_source(fn, scalars, name), name)
+
+    def __init__(self, kernel: Any, source: str, parameters: list[str], scalars: Iterable[str],
+                 name: str = "fused") -> None:
+        self.kernel, self.source, self.name = kernel, source, name
+        self.parameters, self.scalars = list(parameters), frozenset(scalars)
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute == "kernel":  # not set yet (copying, unpickling): no recursion
+            raise AttributeError(attribute)
+        return getattr(self.kernel, attribute)
+
+    def __getitem__(self, launch_config: Any) -> "FusedLaunch":
+        return FusedLaunch(self, launch_config)
+
+    def __repr__(self) -> str:
+        return f"<fused kernel {self.name}({', '.join(self.parameters + ['out'])})>"
+
+    def checked_arguments(self, args: tuple[Any, ...]) -> list[Any]:
+        """The launch arguments, scalars cast to the arrays' dtype; raises naming the first problem."""
+        expected = self.parameters + ["out"]
+        if len(args) != len(expected):
+            raise TypeError(f"this kernel takes {len(expected)} arguments ({', '.join(expected)}), "
+                            f"got {len(args)}")
+        named = dict(zip(expected, args))
+        arrays = {k: v for k, v in named.items() if k not in self.scalars}
+        check_elementwise(arrays)
+        check_no_aliasing({k: v for k, v in arrays.items() if k != "out"}, {"out": named["out"]}, in_place=True)
+        dtype = named["out"].dtype
+        return [dtype.type(require_scalar(k, v)) if k in self.scalars else v for k, v in named.items()]
+
+
+class FusedLaunch:
+    """``kernel[blocks, threads]``: checks the arguments, then launches the kernel once."""
+
+    def __init__(self, fused: FusedKernel, launch_config: Any) -> None:
+        self.fused, self.launch_config = fused, launch_config
+
+    def __call__(self, *args: Any) -> None:
+        arguments = self.fused.checked_arguments(args)
+        self.fused.kernel[self.launch_config](*arguments)
+
+
+def fuse(fn: Callable[..., Any], scalars: Iterable[str] | str = (), name: str = "fused") -> FusedKernel:
+    """One checked ``@cuda.jit`` kernel computing ``fn`` elementwise; its source is ``kernel.source``.
+
+    ``scalars`` names the parameters that are numbers rather than arrays: a tuple
+    such as ``("s", "k")``, or one string (``"s"`` or ``"s, k"``).  Launch the kernel
+    as ``kernel[blocks, threads](*arguments_of_fn, out)``.
+    """
+    names = scalar_names(scalars)
+    source = generate_source(fn, names, name)
+    return FusedKernel(compile_source(source, name), source, _parameters(fn), names, name)

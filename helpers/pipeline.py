@@ -14,7 +14,7 @@ import numpy as np
 from numba import cuda
 
 from .sizes import BLOCK_SIZE, blocks_for
-from .validate import check_elementwise
+from .validate import check_elementwise, require_scalar
 
 
 @cuda.jit
@@ -52,16 +52,26 @@ def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray, s: float) -> np.ndarr
 
 
 def run_three_kernels(a: Any, b: Any, c: Any, s: float, t1: Any, t2: Any, out: Any) -> None:
-    """Launch add, multiply and scale: three launches, t1 and t2 round-tripping through memory."""
-    n = check_elementwise({"a": a, "b": b, "c": c, "t1": t1, "t2": t2, "out": out})
+    """Launch add, multiply and scale: three launches, t1 and t2 round-tripping through memory.
+
+    ``a``, ``b``, ``c``, ``t1``, ``t2`` and ``out`` are 1-D float device arrays of one
+    length and dtype; ``t1``, ``t2`` and ``out`` must not share memory with the inputs
+    (they may share it with each other).  ``s`` is a finite, non-zero number.
+    """
+    n = check_elementwise({"a": a, "b": b, "c": c, "t1": t1, "t2": t2, "out": out}, outputs=("t1", "t2", "out"))
     blocks = blocks_for(n)
-    s = a.dtype.type(s)
+    s = a.dtype.type(require_scalar("s", s, nonzero=True))
     add_kernel[blocks, BLOCK_SIZE](a, b, t1)
     multiply_kernel[blocks, BLOCK_SIZE](t1, c, t2)
     scale_kernel[blocks, BLOCK_SIZE](t2, s, out)
 
 
 def run_fused(a: Any, b: Any, c: Any, s: float, out: Any) -> None:
-    """Launch the fused kernel: one launch, reading a, b, c once and writing out once."""
-    n = check_elementwise({"a": a, "b": b, "c": c, "out": out})
-    fused_kernel[blocks_for(n), BLOCK_SIZE](a, b, c, a.dtype.type(s), out)
+    """Launch the fused kernel: one launch, reading a, b, c once and writing out once.
+
+    The arrays are 1-D float device arrays of one length and dtype, ``out`` apart from
+    the inputs; ``s`` is a finite, non-zero number.
+    """
+    n = check_elementwise({"a": a, "b": b, "c": c, "out": out}, outputs=("out",))
+    s = a.dtype.type(require_scalar("s", s, nonzero=True))
+    fused_kernel[blocks_for(n), BLOCK_SIZE](a, b, c, s, out)

@@ -1,22 +1,42 @@
-"""Where a number was measured: device, driver, library versions and date.
+"""Measured results: typed records, where they were measured, and reading them back.
 
-Every JSON result in ``results/`` carries this record, so each figure in a
-notebook or the README can say where it came from.
+Every measurement run in :mod:`helpers.lab` returns a *record*: a dataclass that
+subclasses :class:`Record`, names its file (``SCHEMA``) and its layout's version
+(``VERSION``).  :func:`save` writes it as ``results/<device>/<SCHEMA>.json`` with a
+:class:`Provenance` (device, driver, library versions, date); :func:`load` reads it
+back into the same dataclass, so a notebook writes ``sweep.settings.sizes``, never
+``result["settings"]["sizes"]``.  A file written by another version of the code, or
+not by this project at all, gets a :class:`ResultError` naming the file and the field.
+
+:func:`load_or_measure` is the one way a lesson gets its numbers: the committed
+H200 result by default (and always in the simulator), or a fresh measurement on
+the reader's GPU when asked; either way it prints where the numbers come from.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import platform
+import types
+import typing
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, ClassVar, TypeVar
 
 from .backend import is_simulator
-from .device import banner, compute_capability, device_name, sm_count
+from .device import compute_capability, device_name, sm_count
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
+COMMITTED = "h200"  # the folder of the results committed with the notebooks
+PACKAGES = ("numba", "numba-cuda", "numpy", "cupy-cuda13x", "cupy-cuda12x", "torch", "triton")
+
+R = TypeVar("R", bound="Record")
+
+
+class ResultError(ValueError):
+    """A result file that is missing, or that does not match the record it should hold."""
 
 
 def _version(package: str) -> str | None:
@@ -36,44 +56,241 @@ def driver_version() -> str | None:
     return f"{major}.{minor}"
 
 
-def environment_record() -> dict[str, Any]:
-    """A JSON-ready description of the machine and software taking a measurement."""
-    return {
-        "backend": "simulator" if is_simulator() else "gpu",
-        "banner": banner(),
-        "device": device_name(),
-        "sm_count": sm_count(),
-        "compute_capability": None if is_simulator() else list(compute_capability()),
-        "cuda_driver": driver_version(),
-        "python": platform.python_version(),
-        "versions": {p: _version(p) for p in ("numba", "numba-cuda", "numpy", "cupy-cuda13x", "cupy-cuda12x", "torch", "triton")},
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    }
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
-def write_result(name: str, payload: dict[str, Any], folder: Path | None = None) -> Path:
-    """Write ``payload`` plus the environment record as ``results/<device-or-simulator>/<name>.json``."""
-    record = {"environment": environment_record(), **payload}
-    folder = folder or RESULTS_DIR / ("simulator" if is_simulator() else "h200" if "H200" in device_name() else "gpu")
+@dataclasses.dataclass(frozen=True)
+class Provenance:
+    """Where and when a number was measured, and with which software."""
+
+    backend: str
+    device: str
+    sm_count: int | None
+    compute_capability: list[int] | None
+    cuda_driver: str | None
+    python: str
+    versions: dict[str, str | None]
+    date: str
+    cpu: str | None = None
+
+    @classmethod
+    def here(cls) -> Provenance:
+        """This process's machine and software, now."""
+        return cls(
+            backend="simulator" if is_simulator() else "gpu",
+            device=device_name(),
+            sm_count=sm_count(),
+            compute_capability=None if is_simulator() else list(compute_capability()),
+            cuda_driver=driver_version(),
+            python=platform.python_version(),
+            versions={p: _version(p) for p in PACKAGES},
+            date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            cpu=_cpu(),
+        )
+
+    def describe(self, *, peers: bool = False) -> str:
+        """One line, e.g. ``NVIDIA H200, driver 13.0, numba 0.68.0, numba-cuda 0.30.4, 2026-12-02``.
+
+        ``peers=True`` adds the versions of CuPy, torch and Triton and the host CPU.
+        """
+        v = self.versions
+        parts = [self.device]
+        if self.cuda_driver:
+            parts.append(f"driver {self.cuda_driver}")
+        parts += [f"numba {v.get('numba')}", f"numba-cuda {v.get('numba-cuda')}"]
+        if peers:
+            cupy = v.get("cupy-cuda13x") or v.get("cupy-cuda12x")
+            parts += [f"{name} {v[key] if key != 'cupy' else cupy}" for name, key in
+                      (("cupy", "cupy"), ("torch", "torch"), ("triton", "triton"))
+                      if (cupy if key == "cupy" else v.get(key))]
+            if self.cpu:
+                parts.append(f"CPU {self.cpu}")
+        parts.append(self.date[:10])
+        return ", ".join(parts)
+
+
+@dataclasses.dataclass(kw_only=True)
+class Record:
+    """Base of every result record: subclasses set ``SCHEMA`` and ``VERSION`` and add fields."""
+
+    SCHEMA: ClassVar[str] = ""
+    VERSION: ClassVar[int] = 1
+    provenance: Provenance | None = None
+
+
+@dataclasses.dataclass
+class Claim:
+    """A statement about this GPU that the sweep checks, and whether the measurement bears it out."""
+
+    claim: str
+    measured: float | None
+    expected: str
+    holds: bool | None  # None: not measured (or not comparable)
+    note: str = ""
+
+    def line(self) -> str:
+        """E.g. ``fused is >= 2x faster than three kernels at 2^28: yes, 2.27x``."""
+        if self.holds is None:
+            return f"{self.claim}: not checked ({self.note or 'not measured'})"
+        verdict = "yes" if self.holds else "no"
+        return f"{self.claim}: {verdict}, {self.note}" if self.note else f"{self.claim}: {verdict}"
+
+
+def folder_for(provenance: Provenance) -> Path:
+    """``results/h200`` for an H200, ``results/simulator`` in the simulator, else ``results/gpu``."""
+    if provenance.backend == "simulator":
+        return RESULTS_DIR / "simulator"
+    return RESULTS_DIR / ("h200" if "H200" in provenance.device else "gpu")
+
+
+def path_of(cls: type[Record], folder: Path | None = None) -> Path:
+    """Where ``cls``'s committed result lives (the H200's by default)."""
+    return (folder or RESULTS_DIR / COMMITTED) / f"{cls.SCHEMA}.json"
+
+
+def to_json(record: Record) -> dict[str, Any]:
+    """The JSON-ready form of ``record``: its fields plus ``schema`` and ``version``."""
+    return {"schema": record.SCHEMA, "version": record.VERSION, **dataclasses.asdict(record)}
+
+
+def save(record: Record, folder: Path | None = None) -> Path:
+    """Stamp ``record`` with this machine's provenance (if unset) and write it; returns the path."""
+    if not isinstance(record, Record) or not record.SCHEMA:
+        raise TypeError(f"save() takes a result record (a Record subclass with a SCHEMA), not {type(record).__name__}")
+    if record.provenance is None:
+        record.provenance = Provenance.here()
+    folder = folder or folder_for(record.provenance)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.json"
-    path.write_text(json.dumps(record, indent=1, default=float) + "\n")
+    path = folder / f"{record.SCHEMA}.json"
+    path.write_text(json.dumps(to_json(record), indent=1) + "\n")
     return path
 
 
-def read_result(name: str, folder: Path | None = None) -> dict[str, Any]:
-    """Read a committed result (the H200's by default)."""
-    path = (folder or RESULTS_DIR / "h200") / f"{name}.json"
+def load(cls: type[R], folder: Path | None = None) -> R:
+    """Read the committed ``cls`` result (the H200's by default) back into a ``cls``."""
+    path = path_of(cls, folder)
     if not path.exists():
-        raise FileNotFoundError(f"no committed result {path}; run the benchmark on a GPU to create it")
-    return json.loads(path.read_text())
+        raise ResultError(f"{path}: no such result; `python -m helpers.lab` runs on a GPU write it")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ResultError(f"{path}: not JSON ({error})") from None
+    return from_json(cls, data, source=str(path))
 
 
-def describe(record: dict[str, Any]) -> str:
-    """One line saying where a result was measured, e.g. for a plot caption."""
-    env = record["environment"]
-    v = env["versions"]
-    return (
-        f"{env['device']}, driver {env['cuda_driver']}, numba {v['numba']}, "
-        f"numba-cuda {v['numba-cuda']}, {env['date'][:10]}"
-    )
+def from_json(cls: type[R], data: Any, *, source: str = "<data>") -> R:
+    """Build a ``cls`` from its JSON form, checking schema, version and every field."""
+    if not isinstance(data, dict):
+        raise ResultError(f"{source}: expected a JSON object holding a {cls.SCHEMA} result")
+    schema, version = data.get("schema"), data.get("version")
+    if schema != cls.SCHEMA:
+        raise ResultError(f"{source}: field 'schema' is {schema!r}, not {cls.SCHEMA!r}: this file holds another result")
+    if version != cls.VERSION:
+        raise ResultError(
+            f"{source}: field 'version' is {version!r}, but this code reads {cls.SCHEMA} version {cls.VERSION}; "
+            "re-run the measurement to write it anew"
+        )
+    body = {k: v for k, v in data.items() if k not in ("schema", "version")}
+    return _build(cls, body, source, "")
+
+
+_NONE = type(None)
+
+
+def _build(kind: Any, value: Any, source: str, where: str) -> Any:
+    """Convert JSON ``value`` into ``kind`` (a dataclass, list, dict, union or scalar type)."""
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    here = where or "(top level)"
+    if kind is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and _NONE in args:
+            return None
+        errors = []
+        for option in (a for a in args if a is not _NONE):
+            try:
+                return _build(option, value, source, where)
+            except ResultError as error:
+                errors.append(str(error))
+        raise ResultError(errors[0] if errors else f"{source}: field '{here}' is null")
+    if dataclasses.is_dataclass(kind):
+        if not isinstance(value, dict):
+            raise ResultError(f"{source}: field '{here}' should be an object ({kind.__name__})")
+        hints = typing.get_type_hints(kind)
+        fields = {f.name: f for f in dataclasses.fields(kind) if f.init}
+        unknown = sorted(set(value) - set(fields))
+        if unknown:
+            raise ResultError(f"{source}: field '{_join(where, unknown[0])}' is not part of {kind.__name__}")
+        built = {}
+        for name, f in fields.items():
+            if name not in value:
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                    raise ResultError(f"{source}: field '{_join(where, name)}' is missing ({kind.__name__})")
+                continue
+            built[name] = _build(hints[name], value[name], source, _join(where, name))
+        return kind(**built)
+    if origin in (list, tuple):
+        if not isinstance(value, list):
+            raise ResultError(f"{source}: field '{here}' should be a list")
+        item = args[0] if args else Any
+        return [_build(item, v, source, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ResultError(f"{source}: field '{here}' should be an object")
+        key_type, item = args if args else (str, Any)
+        out = {}
+        for k, v in value.items():
+            try:
+                key = key_type(k)
+            except ValueError:
+                raise ResultError(f"{source}: field '{where}' has key {k!r}, not a {key_type.__name__}") from None
+            out[key] = _build(item, v, source, f"{where}[{k!r}]")
+        return out
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ResultError(f"{source}: field '{here}' should be a number, not {value!r}")
+        return float(value)
+    if kind in (int, str, bool):
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ResultError(f"{source}: field '{here}' should be {kind.__name__}, not {value!r}")
+        return value
+    raise ResultError(f"{source}: field '{here}' has a type the reader does not know ({kind!r})")
+
+
+def _join(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def load_or_measure(cls: type[R], measure: Callable[[], R | None], *, remeasure: bool = False,
+                    folder: Path | None = None) -> R:
+    """The committed ``cls`` result, or, on a GPU with ``remeasure=True``, a fresh one.
+
+    Prints one line saying where the numbers come from: ``committed result: <device,
+    driver, versions, date>`` or ``measured now: <device, ...>``.  In the simulator
+    nothing can be measured, so the committed result is read whatever ``remeasure`` says.
+    """
+    if remeasure and not is_simulator():
+        record = measure()
+        if record is None:
+            raise ResultError(f"the {cls.SCHEMA} measurement returned nothing")
+        if record.provenance is None:
+            record.provenance = Provenance.here()
+        print(f"measured now: {record.provenance.describe()}")
+        return record
+    record = load(cls, folder)
+    where = record.provenance.describe() if record.provenance else "(no provenance recorded)"
+    suffix = " (the simulator cannot time kernels)" if is_simulator() else ""
+    print(f"committed result: {where}{suffix}")
+    return record
+
+
+def describe_here(*, peers: bool = False) -> str:
+    """Where a live measurement in a notebook is being taken, in one line."""
+    return Provenance.here().describe(peers=peers)

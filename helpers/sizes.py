@@ -8,6 +8,8 @@ chosen *not* to be multiples of the block size, so bounds guards are exercised.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .backend import is_simulator
 
 BLOCK_SIZE = 256
@@ -22,15 +24,27 @@ def default_size() -> int:
     return SIMULATOR_DEFAULT_SIZE if is_simulator() else GPU_DEFAULT_SIZE
 
 
-def sweep_sizes() -> list[int]:
-    """Sizes for a sweep: 2^10 ... 2^28 on a GPU, a handful of tiny ones in the simulator."""
-    if is_simulator():
-        return [100, 300, 1000]
-    return [2**k for k in range(10, 29, 2)]
+MAX_BLOCK_SIZE = 1024
+"""The most threads a CUDA block may have, on every GPU Numba supports."""
+
+
+def _whole_number(name: str, value: object, what: str) -> int:
+    """``value`` as an int, or a ``TypeError`` that says what to pass instead."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        hint = f" (round it: int({value!r}))" if isinstance(value, (float, np.floating)) else ""
+        raise TypeError(f"{name} must be a whole number of {what}, got {value!r} ({type(value).__name__}){hint}")
+    return int(value)
 
 
 def blocks_for(n: int, block_size: int = BLOCK_SIZE) -> int:
     """Blocks needed so that ``blocks * block_size >= n`` (one thread per element)."""
+    n = _whole_number("n", n, "elements")
+    block_size = _whole_number("block_size", block_size, "threads")
     if n <= 0:
-        raise ValueError(f"n must be positive to launch a kernel, got n = {n}")
+        raise ValueError(f"n must be positive to launch a kernel, got n = {n}: there are no elements to compute")
+    if not 1 <= block_size <= MAX_BLOCK_SIZE:
+        raise ValueError(
+            f"block_size must be between 1 and {MAX_BLOCK_SIZE} threads (a CUDA block holds at most "
+            f"{MAX_BLOCK_SIZE}), got {block_size}; the series uses BLOCK_SIZE = {BLOCK_SIZE}"
+        )
     return (n + block_size - 1) // block_size

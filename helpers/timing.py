@@ -117,12 +117,18 @@ def time_gpu(run: Callable[[], object], *, label: str = "", repeats: int = 50, w
     Numba launch) happens while the GPU is still busy: the events then time the GPU
     work alone.  Host-synchronous work (a pageable copy, say) gains nothing from a
     hold and gets none.  ``hide_launch=False`` times what a Python loop sees with
-    the GPU idle between calls, launch cost included.  Returns ``None`` in the
-    simulator, after saying why.
+    the GPU idle between calls, launch cost included.  In the simulator ``run`` is
+    called once (so that its code is exercised and its errors show), then ``None``
+    is returned, after saying why.
     """
-    if repeats < 1:
-        raise ValueError("repeats must be at least 1")
+    if not callable(run):
+        raise TypeError(f"time_gpu needs a function to call, got {type(run).__name__}: did you call the "
+                        "function instead of passing it? Write `time_gpu(lambda: run_fused(a, b, c, s, out))`.")
+    for name, value, least in (("repeats", repeats, 1), ("warmup", warmup, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{name} must be a whole number >= {least}, got {value!r}")
     if is_simulator():
+        run()  # once, for correctness: the simulator's time says nothing about a GPU
         print(SIMULATOR_MESSAGE)
         return None
     from numba import cuda
@@ -192,6 +198,8 @@ def copy_bandwidth(n: int, dtype: type = np.float32, repeats: int = 50) -> tuple
 
     The timing's label names the copy used (see :func:`library_copy`).
     """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n <= 0:
+        raise ValueError(f"n must be a positive whole number of elements to copy, got {n!r}")
     if is_simulator():
         print(SIMULATOR_MESSAGE)
         return None

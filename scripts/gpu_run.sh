@@ -1,40 +1,31 @@
 #!/usr/bin/env bash
 # The batched runs on a lent GPU (no network there), in phases that each fit one call:
-#   bash scripts/gpu_run.sh tests      pytest on the GPU, then the ncu and roofline steps
-#   bash scripts/gpu_run.sh sweeps     the benchmark sweep and the one-order-out step
-#   bash scripts/gpu_run.sh retime     pytest, then every timing step again (roofline, sweeps, one order out)
-#   bash scripts/gpu_run.sh notebooks  execute every lesson and solution notebook in place
-#   bash scripts/gpu_run.sh final      pytest, then the notebooks (after the steps' results are committed)
-# Each phase leaves results/ (and, for notebooks, notebooks/) in $OUT/<phase>.tgz, plus a log.
+#   bash scripts/gpu_run.sh measure STEP...   the named scripts/gpu/NN_*.sh steps (e.g. 35 60 65)
+#   bash scripts/gpu_run.sh pytest            the test suite on the GPU (browser, README and HTML tests left out)
+#   bash scripts/gpu_run.sh notebooks NB...   execute these notebooks in place (lessons, solutions)
+# Each phase leaves results/ (and, for notebooks, the notebooks it ran) in $OUT/<phase>.tgz, plus a log.
 # Expects .whl/ (../shared/tools/gpu-wheels) carried along.
 set -uo pipefail
-phase=${1:?usage: gpu_run.sh tests|sweeps|retime|notebooks|final}
+phase=${1:?usage: gpu_run.sh measure STEP... | pytest | notebooks NOTEBOOK...}
+shift
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
 export PYTHONPATH=$PWD:/tmp/site
-step() { echo "== step $1"; timeout "$2" bash "$1"; echo "rc=$? ($1)"; }
+step() { echo "== step $1"; local t0=$SECONDS; timeout "${STEP_LIMIT:-240}" bash "$1"; echo "rc=$? ($1, $((SECONDS - t0)) s)"; }
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
   python3 -c "import helpers; helpers.start()"
   case $phase in
-    tests|retime|final)
-      echo "== pytest on the GPU"
-      timeout 240 python3 -m pytest tests -q -p no:cacheprovider --timeout 200 -o addopts="" -rfs --tb=short \
-        --ignore=tests/test_browser.py --ignore=tests/test_readme.py --ignore=tests/test_html.py \
+    measure)
+      for n in "$@"; do for s in scripts/gpu/"$n"_*.sh; do step "$s"; done; done ;;
+    pytest)
+      timeout "${PYTEST_LIMIT:-400}" python3 -m pytest tests -q -p no:cacheprovider --timeout 200 -o addopts="" -rfs \
+        --tb=short --ignore=tests/test_browser.py --ignore=tests/test_readme.py --ignore=tests/test_html.py \
         > "$OUT/pytest_gpu.log" 2>&1
-      grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest_gpu.log" | tail -20
-      [ "$phase" = tests ] && step scripts/gpu/20_ncu.sh 150
-      [ "$phase" != final ] && step scripts/gpu/30_roofline.sh 150
-      [ "$phase" = retime ] && { step scripts/gpu/35_bench.sh 300; step scripts/gpu/40_one_order_out.sh 240; } ;;
-    sweeps)
-      step scripts/gpu/35_bench.sh 300
-      step scripts/gpu/40_one_order_out.sh 240 ;;
-  esac
-  case $phase in
-    notebooks|final)
-      python3 scripts/execute_notebooks.py notebooks/[0-9]*.ipynb notebooks/exercises/solutions/*.ipynb 2>&1 \
-        | grep -v "running over TCP" ;;
+      grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest_gpu.log" | tail -30 ;;
+    notebooks)
+      python3 scripts/execute_notebooks.py --jobs "${JOBS:-1}" "$@" 2>&1 | grep -v "running over TCP" ;;
   esac
 } 2>&1 | tee "$OUT/$phase.log"
-tar czf "$OUT/$phase.tgz" results $( case $phase in notebooks|final) echo notebooks;; esac )
+tar czf "$OUT/$phase.tgz" results $( [ "$phase" = notebooks ] && echo "$@" )

@@ -15,11 +15,30 @@ def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, timeout=120)
 
 
-def test_backend_follows_the_hardware():
-    expected = backend.GPU if backend.gpu_available() else backend.SIMULATOR
-    if os.environ.get(backend.SIMULATOR_ENV) in (None, ""):
-        assert helpers.BACKEND == expected
+def test_this_process_agrees_with_the_choice_it_recorded():
+    # `import helpers` always leaves its decision in the variable numba reads, so it cannot say whether the
+    # user set it: the hardware rule is tested below on choose_backend itself and in fresh processes.
+    recorded = backend._env_requests_simulator(os.environ.get(backend.SIMULATOR_ENV))
+    assert recorded == (helpers.BACKEND == backend.SIMULATOR)
     assert helpers.is_simulator() == (helpers.BACKEND == backend.SIMULATOR)
+
+
+@pytest.mark.parametrize("has_gpu, setting, expected", [
+    (False, None, backend.SIMULATOR),
+    (True, None, backend.GPU),
+    (True, "", backend.GPU),  # empty means "not asked", as numba reads it
+    (True, "1", backend.SIMULATOR),
+    (False, "0", backend.GPU),  # the user's explicit choice wins, even without a GPU found
+])
+def test_choose_backend_follows_the_hardware_unless_told(monkeypatch, has_gpu, setting, expected):
+    monkeypatch.setattr(backend, "gpu_available", lambda: has_gpu)
+    monkeypatch.delitem(sys.modules, "numba")  # as before numba is first imported (restored afterwards)
+    if setting is None:
+        monkeypatch.delenv(backend.SIMULATOR_ENV, raising=False)
+    else:
+        monkeypatch.setenv(backend.SIMULATOR_ENV, setting)
+    assert backend.choose_backend() == expected
+    assert os.environ[backend.SIMULATOR_ENV] == ("1" if expected == backend.SIMULATOR else "0")
 
 
 def test_chosen_without_user_setting_in_a_fresh_process():
@@ -56,6 +75,8 @@ def test_numba_imported_first_with_the_same_choice_is_fine():
     code = f"import os\nos.environ['NUMBA_ENABLE_CUDASIM'] = '{same}'\nimport numba.cuda\nimport helpers\nprint(helpers.BACKEND)"
     done = run_python(code)
     assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ("gpu" if same == "0" else "simulator")
+    assert "BackendError" not in done.stderr
 
 
 def test_banner_is_one_line_in_the_documented_form(capsys):

@@ -4,7 +4,6 @@ Analysis and plots are tested on *synthetic* curves built from a simple model
 (launch cost + bytes / bandwidth), so that the expected regimes are known.
 """
 
-import json
 
 import numpy as np
 import pytest
@@ -15,6 +14,17 @@ from helpers.checks import CheckFailed
 from helpers.lab import bench, sweep_plots
 from helpers.lab import sweep_analysis as sa
 from helpers.lab import sweep_plots as sp
+from helpers.lab.sweep_record import (
+    ImplementationInfo,
+    LauncherCost,
+    LaunchOverhead,
+    Measurement,
+    PipelineTraffic,
+    Sweep,
+    SweepSettings,
+    Verification,
+)
+from helpers.results import Provenance, load
 
 L2 = 60 * 2**20
 SIZES = [2**k for k in range(10, 29)]
@@ -29,36 +39,32 @@ def model_ms(n, launches, bytes_per_element, working_set_per_element, *, launch_
 
 
 def synthetic_result(device="NVIDIA H200", launch_us=2.0, with_copy=True):
-    """A result dictionary shaped like bench's JSON, from the model (not a measurement)."""
+    """A Sweep record from the model (not a measurement)."""
     pipelines = {
-        "three kernels": {"launches": 3, "trips": 6, "bytes_per_element": 32.0, "working_set_per_element": 24.0},
-        "fused": {"launches": 1, "trips": 2, "bytes_per_element": 16.0, "working_set_per_element": 16.0},
-        "copy": {"launches": 1, "trips": 2, "bytes_per_element": 8, "working_set_per_element": 8},
+        "three kernels": PipelineTraffic(3, 6, 32.0, 24.0, ["t1", "t2"], "model"),
+        "fused": PipelineTraffic(1, 2, 16.0, 16.0, [], "model"),
+        "copy": PipelineTraffic(1, 2, 8, 8, [], "model"),
     }
     impls = {"numba three kernels": "three kernels", "numba fused": "fused"}
     if with_copy:
         impls["device copy"] = "copy"
-    result = {
-        "environment": {"device": device, "cuda_driver": "13.0", "versions": {"numba-cuda": "0.30.4"}, "date": "2025-01-01"},
-        "simulated": False,
-        "settings": {"sizes": SIZES, "l2_bytes": L2},
-        "pipelines": pipelines,
-        "implementations": {},
-        "verification": [],
-        "measurements": [],
-    }
+    provenance = Provenance(backend="gpu", device=device, sm_count=132, compute_capability=[9, 0], cuda_driver="13.0",
+                            python="3.12", versions={"numba": "0.68.0", "numba-cuda": "0.30.4"}, date="2025-01-01")
+    settings = SweepSettings(sizes=SIZES, repeats=1, warmup=0, dtype="float32", block_size=256, l2_bytes=L2,
+                             modes={}, cache_policy="", verification="")
+    sweep = Sweep(provenance=provenance, benchmark="synthetic", simulated=False, note="a model", complete=True,
+                  settings=settings, pipelines=pipelines)
     for label, traffic in impls.items():
         p = pipelines[traffic]
-        result["implementations"][label] = {"device": "gpu", "status": "ok", "traffic": traffic,
-                                            "bytes_per_element": p["bytes_per_element"],
-                                            "working_set_per_element": p["working_set_per_element"]}
+        sweep.implementations[label] = ImplementationInfo(key=label, device="gpu", traffic=traffic, note="",
+                                                          bytes_per_element=p.bytes_per_element,
+                                                          working_set_per_element=p.working_set_per_element)
         for mode, cold, extra_us in (("loop", False, 20.0), ("gpu", False, 0.0), ("gpu_cold", True, 0.0)):
-            times = model_ms(SIZES, p["launches"], p["bytes_per_element"], p["working_set_per_element"],
+            times = model_ms(SIZES, p.launches, p.bytes_per_element, p.working_set_per_element,
                              launch_us=launch_us + extra_us, cold=cold)
             for n, t in zip(SIZES, times):
-                result["measurements"].append({"implementation": label, "n": n, "mode": mode, "median_ms": float(t),
-                                               "samples_ms": [float(t)]})
-    return result
+                sweep.measurements.append(Measurement(label, n, mode, float(t), 0.0, [float(t)]))
+    return sweep
 
 
 # --- options -----------------------------------------------------------------------------------
@@ -93,7 +99,7 @@ def test_command_line_defaults_and_errors(capsys):
     assert options.implementations == ["three", "fused"] and options.repeats == 30
     assert options.sizes == (bench.SIMULATOR_SIZES if helpers.is_simulator() else bench.GPU_SIZES)
     for argv, message in ((["--impl", "nope"], "unknown implementation"), (["--repeats", "0"], "repeats must be >= 1"),
-                          (["--sizes", "2^x"], "cannot read size"), (["--name", "../x"], "--name")):
+                          (["--sizes", "2^x"], "cannot read size")):
         with pytest.raises(SystemExit) as exit_info:
             bench.parse_options(argv)
         assert exit_info.value.code == 2
@@ -114,19 +120,19 @@ def test_simulator_refuses_gpu_sizes(capsys):
 def test_simulator_sweep_checks_everything_and_times_nothing(tmp_path):
     assert bench.main(["--sizes", "100,300", "--impl", "three,fused,numpy,copy,torch", "--out", str(tmp_path),
                        "--quiet", "--no-plots"]) == 0
-    result = json.loads((tmp_path / "bench_sweep.json").read_text())
-    assert result["simulated"] is True and "SIMULATED" in result["note"] and result["complete"]
-    assert result["environment"]["backend"] == "simulator"
-    assert result["measurements"] == []
-    assert "median_ms" not in json.dumps(result)  # no number that could pass for a time
-    checked = {(v["implementation"], v["n"]) for v in result["verification"] if v["passed"]}
+    assert "median_ms" not in (tmp_path / "bench_sweep.json").read_text()  # no number that could pass for a time
+    result = load(Sweep, tmp_path)
+    assert result.simulated is True and "SIMULATED" in result.note and result.complete
+    assert result.provenance.backend == "simulator"
+    assert result.measurements == []
+    checked = {(v.implementation, v.n) for v in result.verification if v.passed}
     for label in ("numba three kernels", "numba fused", "numpy (CPU)", "device copy"):
         assert {(label, 100), (label, 297), (label, 300)} <= checked  # 297: not a multiple of 256
-    assert result["implementations"]["torch eager"]["status"] == "skipped"
-    assert result["pipelines"]["three kernels"]["trips"] == 6 and result["pipelines"]["fused"]["trips"] == 2
-    assert {row["status"] for row in result["bars"]} == {"not measured"}
-    overhead = json.loads((tmp_path / "launch_overhead.json").read_text())
-    assert overhead["simulated"] is True and overhead["launchers"] == {}
+    assert result.implementations["torch eager"].status == "skipped"
+    assert result.pipelines["three kernels"].trips == 6 and result.pipelines["fused"].trips == 2
+    assert {claim.holds for claim in result.claims} == {None}
+    overhead = load(LaunchOverhead, tmp_path)
+    assert overhead.simulated is True and overhead.launchers == {}
 
 
 def _half_written(pool):
@@ -146,11 +152,11 @@ def test_a_wrong_implementation_is_caught_and_never_timed(monkeypatch):
     wrong = bench.Implementation("wrong", "half written", "gpu", "fused", "writes half of out", _half_written)
     monkeypatch.setitem(bench.IMPLEMENTATIONS, "wrong", wrong)
     result = bench.run_sweep([256, 512], ["wrong", "fused"], repeats=2, warmup=1, progress=False)
-    failures = [v for v in result["verification"] if not v["passed"]]
-    assert len(failures) == 1 and "never written" in failures[0]["error"]
-    assert result["implementations"]["half written"]["status"] == "failed"
-    assert all(m["implementation"] != "half written" for m in result["measurements"])
-    assert any(v["implementation"] == "numba fused" and v["n"] == 512 and v["passed"] for v in result["verification"])
+    failures = [v for v in result.verification if not v.passed]
+    assert len(failures) == 1 and "never written" in failures[0].error
+    assert result.implementations["half written"].status == "failed"
+    assert all(m.implementation != "half written" for m in result.measurements)
+    assert any(v.implementation == "numba fused" and v.n == 512 and v.passed for v in result.verification)
 
 
 def test_verify_reports_the_first_bad_element():
@@ -171,22 +177,22 @@ def test_verify_reports_the_first_bad_element():
 @pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU")
 def test_gpu_sweep_times_every_mode():
     result = bench.run_sweep([2**12, 2**20], ["three", "fused", "copy"], repeats=5, warmup=2, progress=False)
-    modes = {(m["implementation"], m["n"], m["mode"]) for m in result["measurements"]}
+    modes = {(m.implementation, m.n, m.mode) for m in result.measurements}
     assert len(modes) == 3 * 2 * 3
-    assert all(m["median_ms"] > 0 and len(m["samples_ms"]) == 5 for m in result["measurements"])
+    assert all(m.median_ms > 0 and len(m.samples_ms) == 5 for m in result.measurements)
     three = sa.median_at(result, "numba three kernels", 2**20, "gpu")
     fused = sa.median_at(result, "numba fused", 2**20, "gpu")
     assert three > fused  # twice the bytes and three launches
-    assert result["settings"]["l2_bytes"] > 2**20
+    assert result.settings.l2_bytes > 2**20
 
 
 @pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU")
 def test_gpu_launch_overhead_is_measured_for_both_numba_styles():
     overhead = bench.measure_launch_overhead(launches=20, repeats=2)
-    rows = overhead["launchers"]
+    rows = overhead.launchers
     for label in ("numba fused, lazy @cuda.jit", "numba fused, explicit signature", "numba add, explicit signature"):
-        assert 0 < rows[label]["issue_us"] < 10_000
-        assert rows[label]["launch_and_wait_us"] > 0
+        assert 0 < rows[label].issue_us < 10_000
+        assert rows[label].launch_and_wait_us > 0
 
 
 # --- reading the regimes off the data ------------------------------------------------------
@@ -244,32 +250,49 @@ def test_reading_a_result():
     assert list(sizes) == SIZES and np.all(np.diff(times) >= 0)
     n, ratio = sa.speedup(result, "numba three kernels", "numba fused", "gpu_cold")
     assert ratio[-1] == pytest.approx(2.0, rel=0.01)  # DRAM-bound: the bytes ratio
-    assert sa.copy_ceiling_gbs(result) == pytest.approx(3500, rel=0.01)
+    assert sa.copy_gbs(result) == pytest.approx(3500, rel=0.01)
     labels = sa.regimes_of(result, "numba fused", "gpu")
     assert labels[0] == sa.LAUNCH_BOUND and labels[-1] == sa.DRAM_BOUND and sa.L2_RESIDENT in labels
     with pytest.raises(KeyError, match="no implementation 'cupy'"):
         sa.series(result, "cupy", "gpu")
 
 
-def test_bars_pass_fail_and_not_comparable():
+def test_claims_hold_fail_and_are_not_compared_across_gpus():
     result = synthetic_result()
-    bars = {b["bar"]: b for b in bench.check_bars(result)}
-    speedup = bars["fused/three speedup at 2^28"]
-    assert speedup["status"] == "pass" and speedup["measured"] == pytest.approx(2.0, rel=0.02)
-    assert bars["torch.compile at 2^28 vs design card"]["status"] == "not measured"
-    # the model's 3 µs-per-launch fused time at 2^28 is ~1.2 ms: within 10 % of the card's 1.165 ms
-    assert bars["numba fused at 2^28 vs design card"]["status"] == "pass"
-    other = {b["bar"]: b for b in bench.check_bars(synthetic_result(device="Some GPU"))}
-    assert other["numba fused at 2^28 vs design card"]["status"] == "not comparable"
+    claims = {c.claim.split(" at 2^28")[0]: c for c in bench.check_claims(result)}
+    speedup = claims["fused is >= 2x faster than three kernels"]
+    assert speedup.holds is True and speedup.measured == pytest.approx(2.0, rel=0.02)
+    assert speedup.line().startswith("fused is >= 2x faster than three kernels at 2^28 (the bytes ratio is 2): yes, 2.0")
+    assert claims["torch.compile"].holds is None  # not measured
+    # the model's 3 µs-per-launch fused time at 2^28 is ~1.2 ms: within 10 % of the earlier probe's 1.165 ms
+    assert claims["numba fused"].holds is True
+    other = {c.claim.split(" at 2^28")[0]: c for c in bench.check_claims(synthetic_result(device="Some GPU"))}
+    assert other["numba fused"].holds is None and "not an H200" in other["numba fused"].note
     slow = synthetic_result()
     fused_ms = sa.median_at(slow, "numba fused", 2**28)
-    for m in slow["measurements"]:
-        if m["implementation"] == "numba three kernels" and m["n"] == 2**28 and m["mode"] == "loop":
-            m["median_ms"] = 1.5 * fused_ms  # a fusion that bought only 1.5x
-    assert {b["bar"]: b for b in bench.check_bars(slow)}["fused/three speedup at 2^28"]["status"] == "fail"
+    for m in slow.measurements:
+        if m.implementation == "numba three kernels" and m.n == 2**28 and m.mode == "loop":
+            m.median_ms = 1.5 * fused_ms  # a fusion that bought only 1.5x
+    slow_claim = bench.check_claims(slow)[0]
+    assert slow_claim.holds is False and slow_claim.line().endswith("no, 1.50x")
 
 
 # --- plots ---------------------------------------------------------------------------------------
+
+
+def model_speedup_at(n):
+    """time(three kernels) / time(fused) in loop mode, straight from the model synthetic_result is built from."""
+    launch_us = 2.0 + 20.0  # synthetic_result's launch cost plus its loop-mode extra
+    three = model_ms([n], 3, 32.0, 24.0, launch_us=launch_us)[0]
+    fused = model_ms([n], 1, 16.0, 16.0, launch_us=launch_us)[0]
+    return three / fused
+
+
+def headline_text(result):
+    """The headline plot's annotation (the one text that starts with "fused is")."""
+    texts = [t.get_text() for t in sp.plot_headline(result).axes[0].texts if t.get_text().startswith("fused is")]
+    assert len(texts) == 1, texts
+    return texts[0]
 
 
 def test_plots_return_figures_with_curves_and_regimes(tmp_path):
@@ -280,10 +303,16 @@ def test_plots_return_figures_with_curves_and_regimes(tmp_path):
     assert any("launch-bound" in str(p.get_label()) for p in runtime.axes[0].patches)
     assert any("6 trips" in t.get_text() for t in runtime.axes[0].texts)
     bandwidth = sp.plot_bandwidth(result)
-    assert any("copy ceiling" in t.get_text() for t in bandwidth.axes[0].texts)
+    assert any("datasheet bound 4,800 GB/s" in t.get_text() for t in bandwidth.axes[0].texts)
     assert isinstance(sp.plot_speedup(result), Figure)
-    assert "fused is 2.02x faster at n = 2^28" in " ".join(t.get_text() for t in sp.plot_headline(result).axes[0].texts)
-    overhead = {"n": 1024, "launchers": {"numba fused, lazy @cuda.jit": {"issue_us": 20.0, "launch_and_wait_us": 30.0}}}
+    assert headline_text(result) == f"fused is {model_speedup_at(2**28):.2f}x faster at n = 2^28"
+    faster = synthetic_result()
+    for m in faster.measurements:  # halve the fused loop time at the largest size: the headline must follow
+        if m.implementation == "numba fused" and m.n == 2**28 and m.mode == "loop":
+            m.median_ms /= 2
+    assert headline_text(faster) == f"fused is {2 * model_speedup_at(2**28):.2f}x faster at n = 2^28"
+    overhead = LaunchOverhead(simulated=False, note="", n=1024,
+                              launchers={"numba fused, lazy @cuda.jit": LauncherCost(20.0, 20.0, 30.0, [20.0], [30.0])})
     assert isinstance(sp.plot_launch_overhead(overhead), Figure)
     paths = sp.save_all(result, tmp_path, overhead=overhead)
     assert sorted(p.name for p in paths) == sorted(sweep_plots.PNG_NAMES.values())
@@ -292,7 +321,8 @@ def test_plots_return_figures_with_curves_and_regimes(tmp_path):
 
 def test_plots_of_a_simulated_sweep_say_there_are_no_timings():
     result = synthetic_result()
-    result.update(simulated=True, measurements=[], verification=[{"n": 300, "passed": True}])
+    result.simulated, result.measurements = True, []
+    result.verification = [Verification(implementation="numba fused", n=300, passed=True)]
     for plot in (sp.plot_sweep_runtime, sp.plot_bandwidth, sp.plot_speedup, sp.plot_headline):
         figure = plot(result)
         assert "no timings" in " ".join(t.get_text() for t in figure.axes[0].texts)

@@ -8,7 +8,7 @@ import pytest
 from numba import cuda
 
 from helpers import checks, pipeline
-from helpers.fuser import FuseError, compile_source, fuse, generate_source
+from helpers.fuser import FuseError, compile_source, fuse, generate_source, scalar_names
 from helpers.ledger import Ledger
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
@@ -159,3 +159,115 @@ def test_compile_source_runs_generated_code():
     out = checks.poisoned(N)
     kernel[blocks_for(N), BLOCK_SIZE](cuda.to_device(x), cuda.to_device(y), out)
     assert np.array_equal(out.copy_to_host(), x - y)
+
+
+# --- bad input to a fused kernel or to fuse() itself ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chapter_kernel():
+    return fuse(lambda a, b, c, s: (a + b) * c / s, scalars=("s",))
+
+
+def test_fused_kernel_refuses_host_arrays(chapter_kernel):
+    a, b, c = (cuda.to_device(x) for x in checks.random_inputs(N))
+    with pytest.raises(TypeError, match=r"`b` is a host NumPy array.*cuda.to_device\(b\)"):
+        chapter_kernel[blocks_for(N), BLOCK_SIZE](a, np.ones(N, np.float32), c, S, checks.poisoned(N))
+
+
+def test_fused_kernel_refuses_mixed_and_integer_dtypes(chapter_kernel):
+    a, b, c = (cuda.to_device(x) for x in checks.random_inputs(N))
+    c64 = cuda.to_device(np.ones(N, np.float64))
+    with pytest.raises(TypeError, match="c: float64"):
+        chapter_kernel[blocks_for(N), BLOCK_SIZE](a, b, c64, S, checks.poisoned(N))
+    ints = [cuda.to_device(np.arange(N, dtype=np.int32)) for _ in range(4)]
+    with pytest.raises(TypeError, match="`a` is int32"):
+        chapter_kernel[blocks_for(N), BLOCK_SIZE](*ints[:3], S, ints[3])
+
+
+def test_fused_kernel_refuses_bad_lengths_scalars_and_argument_counts(chapter_kernel):
+    a, b, c = (cuda.to_device(x) for x in checks.random_inputs(N))
+    launch = chapter_kernel[blocks_for(N), BLOCK_SIZE]
+    with pytest.raises(ValueError, match="different lengths"):  # the guard reads out.size: a shorter `a` would be read past its end
+        launch(a[:N - 1], b, c, S, checks.poisoned(N))
+    with pytest.raises(TypeError, match="`s` must be a number .*got None"):
+        launch(a, b, c, None, checks.poisoned(N))
+    with pytest.raises(TypeError, match="`s` must be a number .*got DeviceNDArray|`s` must be a number .*got FakeCUDAArray"):
+        launch(a, b, c, c, checks.poisoned(N))
+    with pytest.raises(TypeError, match=r"takes 5 arguments \(a, b, c, s, out\), got 4"):
+        launch(a, b, c, checks.poisoned(N))
+
+
+def test_fused_kernel_output_may_be_an_input_exactly_but_not_overlap_one():
+    scale = fuse(lambda x, k: x * k, scalars="k")
+    host = checks.random_inputs(N, count=1)[0]
+    x = cuda.to_device(host)
+    scale[blocks_for(N), BLOCK_SIZE](x, 2, x)  # in place, elementwise: safe, and the int 2 becomes float32
+    assert np.array_equal(x.copy_to_host(), host * np.float32(2))
+    whole = cuda.to_device(np.ones(N + 1, np.float32))
+    with pytest.raises(ValueError, match="`out` overlaps `x`"):
+        scale[blocks_for(N), BLOCK_SIZE](whole[:N], 2, whole[1:])
+
+
+def test_scalars_are_passed_in_the_arrays_dtype():
+    # s as a Python float (float64) would make the kernel compute in float64: not the hand-written kernel's bits
+    host = dict(zip("abc", checks.random_inputs(N, seed=3)))
+    a, b, c = (cuda.to_device(host[k]) for k in "abc")
+    kernel = fuse(lambda a, b, c, s: (a + b) * c / s, scalars="s")
+    out_fuser, out_hand = checks.poisoned(N), checks.poisoned(N)
+    kernel[blocks_for(N), BLOCK_SIZE](a, b, c, 1.7, out_fuser)
+    pipeline.run_fused(a, b, c, 1.7, out_hand)
+    assert np.array_equal(out_fuser.copy_to_host(), out_hand.copy_to_host())
+
+
+def test_the_ledger_names_the_arguments_as_the_caller_does():
+    a, b, c = (cuda.to_device(x) for x in checks.random_inputs(N))
+    result = checks.poisoned(N)
+    kernel = fuse(lambda a, b, c, s: (a + b) * c / s, scalars=("s",))
+    with Ledger("fuser") as ledger:
+        kernel[blocks_for(N), BLOCK_SIZE](c, a, b, S, result)
+    assert ledger.launches[0].reads == ["c", "a", "b"] and ledger.launches[0].writes == ["result"]
+
+
+@pytest.mark.parametrize("scalars, expected", [
+    ("k1", ["k1"]),
+    ("s, k1", ["s", "k1"]),
+    ("s k1", ["s", "k1"]),
+    (("k1",), ["k1"]),
+    (["s", "k1"], ["s", "k1"]),
+    ((), []),
+])
+def test_scalars_are_names_never_letters(scalars, expected):
+    assert scalar_names(scalars) == expected
+
+
+def test_one_string_of_scalars_names_the_parameter():
+    source = generate_source(lambda x, k1: x * k1, scalars="k1")
+    assert "k1_i" not in source and "t1 = x_i * k1" in source
+
+
+@pytest.mark.parametrize("scalars, message", [
+    (5, "tuple of parameter names"),
+    ((1,), "1 is not a name"),
+    (("k-1",), "'k-1' is not a name"),
+])
+def test_bad_scalars_are_named(scalars, message):
+    with pytest.raises(FuseError, match=message):
+        fuse(lambda x, k: x * k, scalars=scalars)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("cuda", "kernel name 'cuda' is taken: the generated kernel calls `cuda.grid`"),
+    ("class", "not a Python identifier"),
+    (3, "not a Python identifier"),
+])
+def test_kernel_names_that_cannot_work_are_refused(name, message):
+    with pytest.raises(FuseError, match=message):
+        fuse(lambda x, y: x + y, name=name)
+
+
+def test_fused_kernel_still_exposes_the_jit_kernel():
+    kernel = fuse(lambda x, y: x + y, name="plus")
+    assert kernel.name == "plus" and kernel.parameters == ["x", "y"]
+    assert "plus(x, y, out)" in repr(kernel)
+    assert inspect.getsource(kernel.py_func) == kernel.source

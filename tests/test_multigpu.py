@@ -89,10 +89,26 @@ def test_link_bytes_come_from_sizes_and_dtypes():
         multigpu.link_bytes([[1.0, 2.0]])
 
 
+@two_gpus
 def test_the_split_sends_one_float32_intermediate_across():
     n = 1000 + 3  # not a multiple of 256
-    t1 = cuda.device_array(n, np.float32)  # what split_pipeline copies: the add kernel's output
-    assert multigpu.link_bytes([t1]) == 4 * n  # 4 bytes per element, against 16 through device memory
+    split = multigpu.split_pipeline(n, repeats=3)  # checks its result against NumPy before timing
+    assert split is not None
+    assert split["n"] == n
+    assert split["link_bytes"] == 4 * n  # t1 only: 4 bytes per element, against 16 through device memory
+    assert split["link_bytes_per_element"] == 4
+    assert {"split", "three kernels", "fused"} <= set(split["timings"])
+
+
+@fewer_than_two
+def test_the_split_refuses_with_fewer_than_two_gpus(capsys):
+    assert multigpu.split_pipeline(1000 + 3) is None
+    said = capsys.readouterr().out.strip()
+    found = multigpu.gpu_count()
+    where = " (the CUDA simulator)" if helpers.is_simulator() else ""
+    assert said == f"skipped: needs two GPUs; found {found}{where}"
+    if not helpers.is_simulator():
+        assert found == 1  # a GPU machine with one device says so
 
 
 @fewer_than_two

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -60,3 +62,141 @@ def test_bad_input_reaches_the_learner():
         pipeline.run_fused(a, np.ones(10, np.float32), a, 1.0, a)
     with pytest.raises(ValueError, match="different lengths"):
         pipeline.run_fused(a, a, cuda.to_device(np.ones(9, np.float32)), 1.0, a)
+
+
+# --- bad input: a message naming the problem, never a silently wrong answer -------------------
+
+
+def device_inputs(n=300, dtype=np.float32):
+    return [cuda.to_device(x) for x in checks.random_inputs(n, dtype=dtype)]
+
+
+@pytest.mark.parametrize("s, error, message", [
+    (None, TypeError, "`s` must be a number .*got None"),
+    ("2", TypeError, "`s` must be a number .*got str"),
+    (True, TypeError, "`s` must be a number .*got bool"),
+    (float("nan"), ValueError, "`s` is nan"),
+    (float("inf"), ValueError, "`s` is inf"),
+    (0, ValueError, "`s` is 0: dividing by it"),
+])
+def test_a_bad_scale_is_named_before_anything_runs(s, error, message):
+    a, b, c = device_inputs()
+    out, t1, t2 = checks.poisoned(300), checks.poisoned(300), checks.poisoned(300)
+    with pytest.raises(error, match=message):
+        pipeline.run_fused(a, b, c, s, out)
+    with pytest.raises(error, match=message):
+        pipeline.run_three_kernels(a, b, c, s, t1, t2, out)
+    assert np.isnan(out.copy_to_host()).all()  # nothing was launched
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8])
+def test_integer_inputs_are_refused_naming_the_dtype(dtype):
+    host = [np.array([1, 2, 3], dtype=dtype)] * 3
+    a, b, c = (cuda.to_device(x) for x in host)
+    out = cuda.to_device(np.zeros(3, dtype=dtype))
+    with pytest.raises(TypeError, match=f"`a` is {np.dtype(dtype)}: .*truncate"):
+        pipeline.run_fused(a, b, c, 2.5, out)
+
+
+def test_integer_output_alone_is_refused():
+    a, b, c = device_inputs(3)
+    with pytest.raises(TypeError, match="`out` is int32"):
+        pipeline.run_fused(a, b, c, 2.5, cuda.to_device(np.zeros(3, np.int32)))
+
+
+def test_mixed_float_dtypes_are_refused():
+    a, b, _ = device_inputs(10)
+    c64 = cuda.to_device(np.ones(10, np.float64))
+    with pytest.raises(TypeError, match="c: float64"):
+        pipeline.run_fused(a, b, c64, 1.0, checks.poisoned(10))
+
+
+@pytest.mark.parametrize("alias", ["a", "b", "c"])
+def test_an_output_that_is_an_input_is_refused_naming_both(alias):
+    a, b, c = device_inputs()
+    inputs = {"a": a, "b": b, "c": c}
+    before = inputs[alias].copy_to_host()
+    t2, out = checks.poisoned(300), checks.poisoned(300)
+    with pytest.raises(ValueError, match=f"`t1` and `{alias}` are the same array"):
+        pipeline.run_three_kernels(a, b, c, 2.0, inputs[alias], t2, out)
+    with pytest.raises(ValueError, match=f"`out` and `{alias}` are the same array"):
+        pipeline.run_fused(a, b, c, 2.0, inputs[alias])
+    assert np.array_equal(inputs[alias].copy_to_host(), before)  # the input survived
+
+
+def test_overlapping_views_are_refused():
+    whole = checks.poisoned(301)
+    a, b, c = device_inputs(300)
+    with pytest.raises(ValueError, match="`out` overlaps `a`"):
+        pipeline.run_fused(whole[:300], b, c, 2.0, whole[1:])
+
+
+def test_intermediates_may_share_memory_with_each_other():
+    # t1, t2 and out are all outputs: reusing one buffer is correct elementwise, and allowed
+    host = checks.random_inputs(300)
+    a, b, c = (cuda.to_device(x) for x in host)
+    shared = checks.poisoned(300)
+    pipeline.run_three_kernels(a, b, c, 2.0, shared, shared, shared)
+    checks.check_close(shared, pipeline.reference(*host, 2.0))
+
+
+def test_host_arrays_and_other_objects_are_refused_by_both_launchers():
+    a, b, c = device_inputs(10)
+    out = checks.poisoned(10)
+    with pytest.raises(TypeError, match="`c` is a host NumPy array"):
+        pipeline.run_three_kernels(a, b, np.ones(10, np.float32), 1.0, checks.poisoned(10), checks.poisoned(10), out)
+    with pytest.raises(TypeError, match="`out` must be a device array, got list"):
+        pipeline.run_fused(a, b, c, 1.0, [0.0] * 10)
+
+
+# --- the helpers' own inputs ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, error, message", [
+    ((2.5,), TypeError, r"n must be a whole number of elements, got 2.5 \(float\).*int\(2.5\)"),
+    (("300",), TypeError, "n must be a whole number of elements"),
+    ((0,), ValueError, "n must be positive .*n = 0"),
+    ((-5,), ValueError, "n = -5"),
+    ((300, 0), ValueError, "block_size must be between 1 and 1024 threads.*got 0"),
+    ((300, 2048), ValueError, "block_size must be between 1 and 1024"),
+    ((300, 128.0), TypeError, "block_size must be a whole number of threads"),
+])
+def test_blocks_for_says_what_to_fix(args, error, message):
+    with pytest.raises(error, match=message):
+        blocks_for(*args)
+
+
+def test_blocks_for_accepts_numpy_integers():
+    assert blocks_for(np.int64(257)) == 2
+    assert blocks_for(257, np.int32(128)) == 3
+    assert blocks_for(1, 1) == 1
+
+
+def test_inputs_and_poisoned_outputs_need_a_positive_length():
+    with pytest.raises(ValueError, match="n = 0"):
+        checks.random_inputs(0)
+    with pytest.raises(TypeError, match="whole number"):
+        checks.random_inputs(10.0)
+    with pytest.raises(ValueError, match="n = 0"):
+        checks.poisoned(0)
+
+
+def test_poison_needs_a_float_array():
+    with pytest.raises(TypeError, match="floating-point dtype.*int32"):
+        checks.poisoned(10, np.int32)
+    with pytest.raises(TypeError, match="floating-point array.*int32"):
+        checks.poison(cuda.to_device(np.zeros(10, np.int32)))
+
+
+@pytest.mark.parametrize("got_shape", [(1,), (2, 5), (10, 1), (9,)])
+def test_check_close_refuses_a_result_of_another_shape(got_shape):
+    # (1,) and (10, 1) would broadcast against (10,) and pass element by element without the shape check
+    expected = np.full(10, 1.5, np.float32)
+    with pytest.raises(CheckFailed, match=re.escape(f"`out` has shape {got_shape}, expected (10,)")):
+        checks.check_close(np.full(got_shape, 1.5, np.float32), expected)
+
+
+def test_check_close_names_a_missing_result_and_takes_a_plain_list_as_expected():
+    with pytest.raises(CheckFailed, match="`out` is None: pass the output array"):
+        checks.check_close(None, np.ones(3, np.float32))
+    checks.check_close(np.array([1.0, 2.0], np.float32), [1.0, 2.0])

@@ -7,7 +7,7 @@ import pytest
 from numba import cuda
 
 import helpers
-from helpers import pipeline
+from helpers import pipeline, results
 from helpers.checks import poisoned, random_inputs
 from helpers.lab import roofline
 
@@ -155,27 +155,39 @@ def test_resident_blocks_per_sm_follows_threads_and_registers():
         roofline.resident_blocks_per_sm(32, block_size=100)
 
 
-def _record(best_ms: float, torch_ms: float, copy_gbs: float, gbs: float) -> dict:
-    row = {"copy": {"gbs": copy_gbs},
-           "variants": {"vec4": {"median_ms": best_ms, "pct_copy": 100 * gbs / copy_gbs, "bitwise_equal": True},
-                        "naive": {"median_ms": best_ms * 1.2, "pct_copy": 80.0, "bitwise_equal": True}},
-           "torch_compile": {"median_ms": torch_ms}}
-    return {"runs": {str(n): row for n in roofline.TARGET_SIZES}}
+def _record(best_ms: float, torch_ms: float, best_gbs: float, gbs: float) -> roofline.Roofline:
+    def run():
+        return roofline.RooflineRun(
+            copy=roofline.Timed(gbs=4000.0),
+            variants={"vec4": roofline.Timed(median_ms=best_ms, gbs=gbs, bitwise_equal=True, iqr_ms=0.001),
+                      "naive": roofline.Timed(median_ms=best_ms * 1.2, gbs=0.8 * gbs, bitwise_equal=True)},
+            stream3=roofline.Timed(median_ms=best_ms, gbs=best_gbs),
+            torch_compile=roofline.Timed(median_ms=torch_ms, iqr_ms=0.001))
+    return roofline.Roofline(expression="e", dtype="float32", s=1.7, bytes_per_element=16,
+                             sizes=list(roofline.CHECK_SIZES), runs={n: run() for n in roofline.CHECK_SIZES})
 
 
-def test_target_passes_only_when_both_conditions_hold():
-    ok = roofline.summarize(_record(best_ms=0.99, torch_ms=1.01, copy_gbs=4200, gbs=4150))
-    assert ok["target_met"] and ok["best_variant"] == "vec4"
-    slow = roofline.summarize(_record(best_ms=1.02, torch_ms=1.01, copy_gbs=4200, gbs=4150))
-    assert not slow["target_met"] and slow["target"][str(2**28)]["beats_torch_compile_pass"] is False
-    low = roofline.summarize(_record(best_ms=0.99, torch_ms=1.01, copy_gbs=4200, gbs=3900))
-    assert not low["target_met"] and low["target"][str(2**28)]["pct_copy_pass"] is False
+def test_claims_hold_only_when_both_conditions_hold():
+    ok = roofline.summarize(_record(best_ms=0.99, torch_ms=1.01, best_gbs=4200, gbs=4150))
+    assert all(c.holds for c in ok.claims) and len(ok.claims) == 4 and ok.best_variant == "vec4"
+    slow = roofline.summarize(_record(best_ms=1.02, torch_ms=1.01, best_gbs=4200, gbs=4150))
+    assert [c.holds for c in slow.claims] == [True, False, True, False]  # slower than torch.compile by > 1 IQR
+    assert "1.0200 against 1.0100 ms (+1.0%" in slow.claims[1].note
+    low = roofline.summarize(_record(best_ms=0.99, torch_ms=1.01, best_gbs=4200, gbs=3900))
+    assert [c.holds for c in low.claims] == [False, True, False, True]  # 92.9% of the best streaming kernel
+    assert low.claims[0].line().endswith("no, 92.9%")
 
 
 def test_a_variant_that_is_not_bitwise_equal_cannot_be_best():
-    record = _record(best_ms=0.99, torch_ms=1.01, copy_gbs=4200, gbs=4150)
-    record["runs"][str(2**28)]["variants"]["vec4"]["bitwise_equal"] = False
-    assert roofline.summarize(record)["best_variant"] == "naive"
+    record = _record(best_ms=0.99, torch_ms=1.01, best_gbs=4200, gbs=4150)
+    record.runs[2**28].variants["vec4"].bitwise_equal = False
+    assert roofline.summarize(record).best_variant == "naive"
+
+
+def test_the_record_reads_back_as_written(tmp_path):
+    record = roofline.summarize(_record(best_ms=0.99, torch_ms=1.01, best_gbs=4200, gbs=4150))
+    back = results.load(roofline.Roofline, results.save(record, folder=tmp_path).parent)
+    assert back == record and back.runs[2**28].percent_of_best(back.runs[2**28].variants["vec4"]) == pytest.approx(98.81, abs=0.01)
 
 
 @pytest.mark.skipif(not helpers.is_simulator(), reason="the simulator's refusal")

@@ -3,7 +3,7 @@ from matplotlib.figure import Figure
 from numba import cuda
 
 import helpers
-from helpers import checks, pipeline
+from helpers import checks, pipeline, timing
 from helpers.ledger import Ledger
 from helpers.plots import plot_trips_vs_runtime
 from helpers.timing import SIMULATOR_MESSAGE, Timing, copy_bandwidth, format_ms, time_gpu
@@ -19,12 +19,84 @@ def test_timing_statistics():
 
 
 @pytest.mark.skipif(not helpers.is_simulator(), reason="simulator behaviour")
-def test_simulator_timing_says_why_and_returns_no_number(capsys):
+def test_simulator_timing_runs_the_work_once_says_why_and_returns_no_number(capsys):
     calls = []
-    assert time_gpu(lambda: calls.append(1)) is None
+    assert time_gpu(lambda: calls.append(1), repeats=20, warmup=5) is None
+    assert calls == [1]  # run once, for correctness; never repeated to make a number
     assert copy_bandwidth(100) is None
-    assert SIMULATOR_MESSAGE in capsys.readouterr().out
-    assert calls == []  # nothing was run to produce a number
+    assert capsys.readouterr().out.count(SIMULATOR_MESSAGE) == 2
+
+
+@pytest.mark.skipif(not helpers.is_simulator(), reason="simulator behaviour")
+def test_simulator_timing_runs_real_kernels_and_their_errors_show():
+    n = 300
+    host = checks.random_inputs(n)
+    a, b, c = (cuda.to_device(x) for x in host)
+    out = checks.poisoned(n)
+    assert time_gpu(lambda: pipeline.run_fused(a, b, c, 2.0, out)) is None
+    checks.check_close(out, pipeline.reference(*host, 2.0))  # the timed lambda really ran
+    with pytest.raises(ValueError, match="same array"):
+        time_gpu(lambda: pipeline.run_fused(a, b, c, 2.0, a))  # a broken lambda fails in CI too
+
+
+@pytest.mark.parametrize("run", [None, 3.5, "run_fused"])
+def test_time_gpu_needs_something_to_call(run):
+    with pytest.raises(TypeError, match=f"time_gpu needs a function to call, got {type(run).__name__}.*lambda"):
+        time_gpu(run)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"repeats": 0}, "repeats must be a whole number >= 1, got 0"),
+    ({"repeats": 2.5}, "repeats must be a whole number"),
+    ({"warmup": -1}, "warmup must be a whole number >= 0"),
+])
+def test_time_gpu_checks_its_counts(kwargs, message):
+    calls = []
+    with pytest.raises(ValueError, match=message):
+        time_gpu(lambda: calls.append(1), **kwargs)
+    assert calls == []
+
+
+class FakeEvent:
+    """Stands in for a CUDA event: records when it is recorded, in one shared log."""
+
+    def __init__(self, log, name):
+        self.log, self.name = log, name
+
+    def record(self):
+        self.log.append(self.name)
+
+    def synchronize(self):
+        self.log.append("sync")
+
+
+def test_the_hold_kernel_is_queued_before_the_start_event(monkeypatch):
+    """The events must bracket the work alone: a hold inside them would add ~200 µs to every sample."""
+    log = []
+    names = iter(["start", "end"])
+    monkeypatch.setattr(cuda, "event", lambda *a, **k: FakeEvent(log, next(names)), raising=False)
+    monkeypatch.setattr(cuda, "event_elapsed_time", lambda start, end: 0.01, raising=False)
+    monkeypatch.setattr(timing, "hold_gpu", lambda us: log.append(f"hold {us:g}"))
+    samples = timing.event_samples(lambda: log.append("run"), 2, hold_us=250.0, before=lambda: log.append("flush"))
+    assert samples == [0.01, 0.01]
+    assert log == ["flush", "hold 250", "start", "run", "end", "sync"] * 2
+    log.clear()
+    names = iter(["start", "end"])
+    timing.event_samples(lambda: log.append("run"), 1)  # no hold asked: none queued
+    assert log == ["start", "run", "end", "sync"]
+
+
+@pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU")
+def test_gpu_timing_leaves_the_hold_out_of_the_samples(monkeypatch):
+    n = 1 << 10  # a few microseconds of GPU work, far shorter than any hold
+    a, b, c = (cuda.to_device(x) for x in checks.random_inputs(n))
+    out = checks.poisoned(n)
+    holds = []
+    original = timing.hold_gpu
+    monkeypatch.setattr(timing, "hold_gpu", lambda us: (holds.append(us), original(us)))
+    measured = time_gpu(lambda: pipeline.run_fused(a, b, c, 2.0, out), repeats=20)
+    assert len(holds) == 20 and min(holds) >= timing.MIN_HOLD_US  # every repeat was queued behind a hold
+    assert measured.median_ms * 1e3 < timing.MIN_HOLD_US / 2, f"{measured}: the hold was timed too"
 
 
 @pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU")
@@ -52,3 +124,9 @@ def test_plot_returns_a_figure_with_and_without_timings():
     assert timed.axes[1].get_ylabel() == "median runtime (ms)"
     with pytest.raises(ValueError, match="nothing to plot"):
         plot_trips_vs_runtime([])
+
+
+@pytest.mark.parametrize("n", [0, -4, 2.5])
+def test_copy_bandwidth_needs_elements(n):
+    with pytest.raises(ValueError, match="n must be a positive whole number"):
+        copy_bandwidth(n)

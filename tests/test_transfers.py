@@ -41,15 +41,15 @@ def test_sweep_sizes_grow_from_kibibytes_to_a_gibibyte():
 
 
 def test_plot_draws_one_line_per_kind_of_copy():
-    record = {
-        "sizes_bytes": [4096, 2**20],
-        "gbs": {"host->device (pageable)": [1.0, 10.0], "host->device (pinned)": [2.0, 50.0],
-                "device->device copy (read + write)": [5.0, 3000.0]},
-    }
+    record = transfers.Transfers(
+        sizes_bytes=[4096, 2**20], repeats=1,
+        gbs={"host->device (pageable)": [1.0, 10.0], "host->device (pinned)": [2.0, 50.0],
+             "device->device copy (read + write)": [5.0, 3000.0]},
+    )
     figure = transfers.plot_transfers(record, title="test")
     assert isinstance(figure, Figure)
     axes = figure.axes[0]
-    assert [line.get_label() for line in axes.get_lines()] == list(record["gbs"])
+    assert [line.get_label() for line in axes.get_lines()] == list(record.gbs)
     assert list(axes.get_lines()[1].get_ydata()) == [2.0, 50.0]
 
 
@@ -67,11 +67,11 @@ def test_gpu_transfer_bandwidth_is_a_plausible_host_link_figure(direction, memor
 @on_gpu
 def test_gpu_sweep_reports_every_kind_of_copy():
     record = transfers.measure_transfers(sizes=[2**16, 2**22], repeats=3)
-    assert record["sizes_bytes"] == [2**16, 2**22]
-    assert set(record["gbs"]) == {f"{d} ({m})" for d in transfers.DIRECTIONS for m in transfers.HOST_MEMORY} | {
+    assert record.sizes_bytes == [2**16, 2**22]
+    assert set(record.gbs) == {f"{d} ({m})" for d in transfers.DIRECTIONS for m in transfers.HOST_MEMORY} | {
         "device->device copy (read + write)"
     }
-    assert all(len(v) == 2 and min(v) > 0 for v in record["gbs"].values())
+    assert all(len(v) == 2 and min(v) > 0 for v in record.gbs.values())
 
 
 @on_gpu
@@ -103,11 +103,11 @@ def test_gpu_code_paths_run_in_the_simulator_with_a_stand_in_timer(monkeypatch):
     assert calls == ["device->host (pinned)"] and gbs == pytest.approx(4096 / 1e-3 / 1e9)
 
     record = transfers.measure_transfers(sizes=[4096, 8192], repeats=1)
-    assert list(record["gbs"]) == [
+    assert list(record.gbs) == [
         "host->device (pageable)", "host->device (pinned)", "device->host (pageable)", "device->host (pinned)",
         "device->device copy (read + write)",
     ]
-    assert record["gbs"]["device->device copy (read + write)"] == [8.0 * 1024 / 1e6, 8.0 * 2048 / 1e6]
+    assert record.gbs["device->device copy (read + write)"] == [8.0 * 1024 / 1e6, 8.0 * 2048 / 1e6]
 
     timings = transfers.pipeline_timings(300)  # each workload is checked against NumPy before "timing"
     assert list(timings) == ["three kernels, host arrays", "fused, host arrays",

@@ -8,7 +8,7 @@ every implementation it
 2. times it with CUDA events in three modes (see :data:`helpers.lab.sweep_analysis.MODES`):
    ``loop`` (what a Python loop sees, launch overhead included), ``gpu`` (GPU time
    only, L2 warm) and ``gpu_cold`` (GPU time only, L2 flushed first);
-3. writes every sample, the environment record and pass/fail performance bars to
+3. writes every sample, the provenance and what it checked about the GPU to
    ``results/<device>/bench_sweep.json``, then plots.
 
 Memory is allocated once at the largest size; a smaller size uses prefix views,
@@ -20,9 +20,9 @@ reports no times, because the simulator's times say nothing about a GPU.
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.util
 import math
+import os
 import re
 import statistics
 import sys
@@ -33,13 +33,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 from numba import cuda
+from tqdm.auto import tqdm
 
 from ..backend import is_simulator
 from ..checks import CheckFailed, check_close, default_tolerance, random_inputs
 from ..device import device_name, l2_bytes, sm_count
 from ..ledger import Ledger
 from ..pipeline import add_kernel, fused_kernel, multiply_kernel, reference, run_fused, run_three_kernels, scale_kernel
-from ..results import environment_record, write_result
+from ..results import Claim, save
 from ..sizes import BLOCK_SIZE, blocks_for
 from ..timing import (
     MIN_HOLD_US,
@@ -51,12 +52,20 @@ from ..timing import (
     library_copy,
     time_gpu,
 )
+from . import roofline, sweep_plots
 from . import sweep_analysis as sa
-from . import sweep_plots
+from .sweep_record import (
+    ImplementationInfo,
+    LauncherCost,
+    LaunchOverhead,
+    Measurement,
+    PipelineTraffic,
+    Sweep,
+    SweepSettings,
+    Verification,
+)
 
 DTYPE = np.float32
-SWEEP_NAME = "bench_sweep"
-OVERHEAD_NAME = "launch_overhead"
 GPU_SIZES = [2**k for k in range(10, 29)]
 SIMULATOR_SIZES = [100, 300]
 SIMULATOR_MAX_SIZE = 5000  # the simulator runs a few thousand GPU threads per second
@@ -66,9 +75,9 @@ CPU_BUDGET_S = 1.0  # NumPy at large n: as many repeats as fit in this, at least
 MIN_CPU_REPEATS = 3
 FLUSH_FACTOR = 4  # the L2 flush reads this many L2 sizes of other data
 
-# The project's own probe on an H200 at n = 2^28 (design/series.md, "Facts measured"), the figures
-# the sweep is asked to reproduce within 10 %.
-DESIGN_CARD = {
+# Figures an earlier probe of this project measured on an H200 at n = 2^28 (design/series.md,
+# "Facts measured"): a sweep on an H200 is expected to reproduce each within 10 %.
+EARLIER_H200 = {
     "device": "NVIDIA H200",
     "n": 2**28,
     "times_ms": {"numba three kernels": 2.72, "numba fused": 1.165, "torch.compile": 1.03,
@@ -191,18 +200,11 @@ def _numba_fused(pool: Pool) -> Callable[[int], Case]:
 
 
 def _numba_best(pool: Pool) -> Callable[[int], Case]:
-    try:
-        roofline = importlib.import_module("helpers.lab.roofline")
-    except ImportError as error:
-        raise Unavailable(f"helpers.lab.roofline is not importable ({error})") from None
-    best = getattr(roofline, "best_fused", None)
-    if best is None:
-        raise Unavailable("helpers.lab.roofline has no best_fused(a, b, c, s, out)")
-    # best_fused looks its variant up on every call; look it up once, so that the lookup is not timed.
-    # The pool's views start at the allocation, so they are aligned for the vector variants.
-    name = roofline.best_variant_name() if hasattr(roofline, "best_variant_name") else None
-    launch = getattr(roofline, "VARIANTS", {}).get(name, best)
-    print(f"numba fused (best): helpers.lab.roofline variant {name or 'best_fused'}", file=sys.stderr)
+    # Look the best variant up once, so that the lookup is not timed.  The pool's views
+    # start at the allocation, so they are aligned for the 16-byte variants.
+    name = roofline.best_variant_name()
+    launch = roofline.VARIANTS[name]
+    print(f"numba fused (best): the {name} variant of helpers.lab.roofline", file=sys.stderr)
 
     def case(n: int) -> Case:
         a, b, c, _, _, out = pool.views(n)
@@ -321,12 +323,12 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
     for impl in (
         Implementation("three", "numba three kernels", "gpu", "three kernels", "add, multiply, scale: 3 launches", _numba_three),
         Implementation("fused", "numba fused", "gpu", "fused", "one launch, one element per thread", _numba_fused),
-        Implementation("best", "numba fused (best)", "gpu", "fused", "helpers.lab.roofline.best_fused", _numba_best),
+        Implementation("best", "numba fused (best)", "gpu", "fused", "the fastest variant of notebook 07 (helpers.lab.roofline)", _numba_best),
         Implementation("numpy", "numpy (CPU)", "cpu", "three kernels", "(a + b) * c / s on the host", _numpy_cpu),
         Implementation("cupy", "cupy ElementwiseKernel", "gpu", "fused", "one generated kernel", _cupy_elementwise),
         Implementation("torch", "torch eager", "gpu", "three kernels", "torch.add/mul/div with out=: 3 launches", _torch_eager),
         Implementation("compile", "torch.compile", "gpu", "fused", "Inductor/Triton, dynamic=True", _torch_compile),
-        Implementation("copy", "device copy", "gpu", "copy", "device-to-device copy of a: the bandwidth ceiling", _device_copy),
+        Implementation("copy", "device copy", "gpu", "copy", "device-to-device copy of a (a library copy kernel)", _device_copy),
     )
 }
 
@@ -344,11 +346,19 @@ class Options:
     overhead: bool = True
     plots: bool = True
     progress: bool = True
-    name: str = SWEEP_NAME
 
 
 _POWER = re.compile(r"^2\^(\d+)$")
 _RANGE = re.compile(r"^2\^(\d+)\.\.2\^(\d+)(?::(\d+))?$")
+
+
+MAX_EXPONENT = 40  # 2^40 float32 elements are 4 TiB per array: more than any GPU holds
+
+
+def _check_exponent(token: str, exponent: int) -> None:
+    if exponent > MAX_EXPONENT:
+        raise ValueError(f"size {token!r}: 2^{exponent} elements is far more than any GPU's memory; "
+                         f"use exponents up to {MAX_EXPONENT} (2^28 fills an H200 sweep)")
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -361,8 +371,10 @@ def parse_sizes(text: str) -> list[int]:
             first, last, step = int(match[1]), int(match[2]), int(match[3] or 1)
             if first > last or step < 1:
                 raise ValueError(f"size range {token!r}: write 2^LOW..2^HIGH[:STEP] with LOW <= HIGH and STEP >= 1")
+            _check_exponent(token, last)
             sizes.update(2**k for k in range(first, last + 1, step))
         elif match := _POWER.match(token):
+            _check_exponent(token, int(match[1]))
             sizes.add(2 ** int(match[1]))
         elif token.isdigit():
             sizes.add(int(token))
@@ -395,7 +407,22 @@ def check_options(options: Options) -> Options:
             f"size {max(options.sizes)} is too large for the CUDA simulator (it runs a few thousand GPU threads "
             f"per second); use sizes up to {SIMULATOR_MAX_SIZE}, e.g. --sizes 100,300"
         )
+    if options.out is not None:
+        check_output_folder(Path(options.out))
+    _check_memory(max(options.sizes))  # on a GPU: before anything is allocated
     return options
+
+
+def check_output_folder(folder: Path) -> None:
+    """Raise ValueError unless ``folder`` is, or can be made, a writable folder."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "is a file" if existing == folder else f"is inside {existing}, which is a file"
+        raise ValueError(f"--out {folder} {what}, not a folder: give a folder for the JSON and PNG files")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {folder}: cannot write in {existing} (permission denied)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -410,7 +437,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="timed repeats per size and mode (>= 20 for the record)")
     parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="untimed calls before timing")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default results/h200 on an H200, results/simulator in the simulator)")
-    parser.add_argument("--name", default=SWEEP_NAME, help="JSON file name without .json")
     parser.add_argument("--no-overhead", action="store_true", help="skip the launch-overhead measurement")
     parser.add_argument("--no-plots", action="store_true", help="write JSON only")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -425,9 +451,7 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
         sizes = parse_sizes(args.sizes) if args.sizes else list(SIMULATOR_SIZES if is_simulator() else GPU_SIZES)
         options = Options(sizes=sizes, implementations=parse_implementations(args.impl), repeats=args.repeats,
                           warmup=args.warmup, out=args.out, overhead=not args.no_overhead, plots=not args.no_plots,
-                          progress=not args.quiet, name=args.name)
-        if not re.fullmatch(r"[A-Za-z0-9_.-]+", options.name):
-            raise ValueError(f"--name {options.name!r}: use letters, digits, '_', '-' or '.'")
+                          progress=not args.quiet)
         return check_options(options)
     except ValueError as error:
         parser.error(str(error))
@@ -437,7 +461,7 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
 # --- counting and checking ---------------------------------------------------------------
 
 
-def count_pipelines(n: int = 1000) -> dict[str, dict[str, Any]]:
+def count_pipelines(n: int = 1000) -> dict[str, PipelineTraffic]:
     """Trips, bytes and working set per element of both Numba pipelines, counted by the ledger."""
     a, b, c = (cuda.to_device(x) for x in random_inputs(n, dtype=DTYPE))
     t1, t2, out = (cuda.device_array(n, DTYPE) for _ in range(3))
@@ -448,21 +472,22 @@ def count_pipelines(n: int = 1000) -> dict[str, dict[str, Any]]:
     counted = {}
     for ledger in (three, fused):
         arrays = {t.name: t.itemsize * t.size for launch in ledger.launches for t in launch.arrays}
-        counted[ledger.name] = {
-            "launches": len(ledger.launches),
-            "trips": ledger.trips,
-            "bytes_per_element": ledger.bytes_per_element(),
-            "working_set_per_element": sum(arrays.values()) / ledger.elements,
-            "round_trips": ledger.round_trips(),
-            "counted_by": ledger.counted_by(),
-        }
+        counted[ledger.name] = PipelineTraffic(
+            launches=len(ledger.launches),
+            trips=ledger.trips,
+            bytes_per_element=ledger.bytes_per_element(),
+            working_set_per_element=sum(arrays.values()) / ledger.elements,
+            round_trips=list(ledger.round_trips()),
+            counted_by=ledger.counted_by(),
+        )
     itemsize = np.dtype(DTYPE).itemsize
-    counted["copy"] = {"launches": 1, "trips": 2, "bytes_per_element": 2 * itemsize,
-                       "working_set_per_element": 2 * itemsize, "round_trips": [], "counted_by": "model (read a, write out)"}
+    counted["copy"] = PipelineTraffic(launches=1, trips=2, bytes_per_element=2 * itemsize,
+                                      working_set_per_element=2 * itemsize, round_trips=[],
+                                      counted_by="model (read a, write out)")
     return counted
 
 
-def verify(case: Case, label: str, n: int) -> dict[str, Any]:
+def verify(case: Case, label: str, n: int) -> Verification:
     """Run once, poison the output, run again, and compare with NumPy's answer on the device.
 
     Raises :class:`CheckFailed` with the first bad element when the result is wrong.
@@ -487,7 +512,7 @@ def verify(case: Case, label: str, n: int) -> dict[str, Any]:
     if mismatches:
         check_close(got_device.copy_to_host(), case.expected.copy_to_host(), name=f"{label} at n={n}", rtol=rtol)
         raise CheckFailed(f"{label} at n={n}: {mismatches} elements differ from NumPy beyond rtol={rtol:g}")
-    return {"implementation": label, "n": n, "passed": True, "poisoned": case.poisoned}
+    return Verification(implementation=label, n=n, passed=True, poisoned=case.poisoned)
 
 
 # --- timing ------------------------------------------------------------------------------------
@@ -526,10 +551,10 @@ def time_host(run: Callable[[], Any], repeats: int, budget_s: float = CPU_BUDGET
     return samples
 
 
-def _measurement(label: str, n: int, mode: str, samples: list[float], **extra: Any) -> dict[str, Any]:
+def _measurement(label: str, n: int, mode: str, samples: list[float], hold_us: float | None = None) -> Measurement:
     timing = Timing(label, samples)
-    return {"implementation": label, "n": n, "mode": mode, "median_ms": timing.median_ms, "iqr_ms": timing.spread_ms,
-            "samples_ms": [float(f"{x:.6g}") for x in samples], **extra}
+    return Measurement(implementation=label, n=n, mode=mode, median_ms=timing.median_ms, iqr_ms=timing.spread_ms,
+                       samples_ms=[float(f"{x:.6g}") for x in samples], hold_us=hold_us)
 
 
 def _check_memory(n_max: int) -> None:
@@ -546,38 +571,30 @@ def _check_memory(n_max: int) -> None:
 
 
 def _progress(total: int, enabled: bool) -> Any:
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # tqdm is a dependency, but a missing progress bar must not stop a GPU run
-        class tqdm:  # type: ignore[no-redef]
-            def __init__(self, **_: Any) -> None: ...
-            def update(self, *_: Any) -> None: ...
-            def set_postfix_str(self, *_: Any) -> None: ...
-            def close(self) -> None: ...
     return tqdm(total=total, desc="sweep", unit="case", file=sys.stderr, disable=not enabled)
 
 
-def set_up(pool: Pool, keys: Sequence[str], counted: dict[str, dict[str, Any]],
-           infos: dict[str, dict[str, Any]], *, verbose: bool = True) -> dict[str, Callable[[int], Case]]:
+def set_up(pool: Pool, keys: Sequence[str], counted: dict[str, PipelineTraffic],
+           infos: dict[str, ImplementationInfo], *, verbose: bool = True) -> dict[str, Callable[[int], Case]]:
     """Prepare each implementation (imports, compilation); record in ``infos`` which ran and why not."""
     builders: dict[str, Callable[[int], Case]] = {}
     for key in keys:
         impl = IMPLEMENTATIONS[key]
         traffic = counted[impl.traffic]
-        info = {"key": key, "device": impl.device, "traffic": impl.traffic, "note": impl.note,
-                "bytes_per_element": traffic["bytes_per_element"],
-                "working_set_per_element": traffic["working_set_per_element"], "status": "ok", "reason": None}
+        info = ImplementationInfo(key=key, device=impl.device, traffic=impl.traffic, note=impl.note,
+                                  bytes_per_element=traffic.bytes_per_element,
+                                  working_set_per_element=traffic.working_set_per_element)
         setup_started = time.perf_counter()
         try:
             builders[impl.label] = impl.factory(pool)
         except Unavailable as why:
-            info.update(status="skipped", reason=str(why))
+            info.status, info.reason = "skipped", str(why)
             if verbose:
                 print(f"skipping {impl.label}: {why}", file=sys.stderr)
         except Exception as error:  # a peer that cannot be set up is reported, not fatal
-            info.update(status="skipped", reason=f"setup failed: {type(error).__name__}: {error}")
+            info.status, info.reason = "skipped", f"setup failed: {type(error).__name__}: {error}"
             print(f"skipping {impl.label}: setup failed: {error}", file=sys.stderr)
-        info["setup_s"] = round(time.perf_counter() - setup_started, 3)
+        info.setup_s = round(time.perf_counter() - setup_started, 3)
         infos[impl.label] = info
     return builders
 
@@ -586,17 +603,17 @@ def check_implementations(n: int = 1000, keys: Sequence[str] | None = None) -> d
     """Check each implementation once at size n, without timing: label -> "correct", "skipped: ..." or the error."""
     keys = list(keys or IMPLEMENTATIONS)
     pool = Pool(n)
-    infos: dict[str, dict[str, Any]] = {}
+    infos: dict[str, ImplementationInfo] = {}
     builders = set_up(pool, keys, count_pipelines(), infos, verbose=False)
     pool.load_expected(n)
     report = {}
     for label, info in infos.items():
         if label not in builders:
-            report[label] = f"skipped: {info['reason']}"
+            report[label] = f"skipped: {info.reason}"
             continue
         try:
             row = verify(builders[label](n), label, n)
-            report[label] = "correct" + (", output poisoned first" if row["poisoned"] else ", fresh output array")
+            report[label] = "correct" + (", output poisoned first" if row.poisoned else ", fresh output array")
         except CheckFailed as error:
             report[label] = f"WRONG: {error}"
     return report
@@ -609,13 +626,13 @@ def run_sweep(
     repeats: int = DEFAULT_REPEATS,
     warmup: int = DEFAULT_WARMUP,
     progress: bool = True,
-    checkpoint: Callable[[dict[str, Any]], Any] | None = None,
-) -> dict[str, Any]:
-    """Check and time every implementation at every size; return the JSON-ready result.
+    checkpoint: Callable[[Sweep], Any] | None = None,
+) -> Sweep:
+    """Check and time every implementation at every size; return the sweep's record.
 
-    ``checkpoint(result)`` is called after each size, so that a run cut short still
-    leaves its measurements behind.  Raises :class:`CheckFailed` if any
-    implementation gives a wrong answer (nothing is timed for it).
+    ``checkpoint(sweep)`` is called after each size, so that a run cut short still
+    leaves its measurements behind.  An implementation that gives a wrong answer is
+    recorded as failed and never timed.
     """
     options = check_options(Options(
         sizes=sorted(set(sizes or (SIMULATOR_SIZES if is_simulator() else GPU_SIZES))),
@@ -624,44 +641,40 @@ def run_sweep(
     started = time.perf_counter()
     n_max = max(options.sizes)
     _check_memory(n_max)
-    counted = count_pipelines()
     cache = l2_bytes()
-    result: dict[str, Any] = {
-        "environment": environment_record(),
-        "benchmark": "out = (a + b) * c / s, size sweep",
-        "simulated": simulated,
-        "note": ("SIMULATED: the CUDA simulator checked correctness only; no times were measured"
-                 if simulated else "CUDA events; every sample kept; medians and interquartile ranges"),
-        "complete": False,
-        "settings": {
-            "sizes": options.sizes, "repeats": options.repeats, "warmup": options.warmup, "dtype": "float32",
-            "block_size": BLOCK_SIZE, "l2_bytes": cache, "modes": {} if simulated else sa.MODES,
-            "cache_policy": ("L2 labelled, not hidden: 'gpu' reuses the buffers (a working set smaller than the L2 "
-                             "stays cached between repeats), 'gpu_cold' reads a buffer of "
-                             f"{FLUSH_FACTOR}x the L2 before each repeat so data come from DRAM"),
-            "verification": "every implementation at every size and at n_max - 3, on fresh random inputs in [0.5, 2), "
-                            "output poisoned with NaN first, compared with NumPy on the device (rtol 1e-5)",
-        },
-        "pipelines": counted,
-        "implementations": {},
-        "verification": [],
-        "measurements": [],
-    }
     pool = Pool(n_max)
-    result["settings"]["s"] = float(pool.s)
-    builders = set_up(pool, options.implementations, counted, result["implementations"])
+    sweep = Sweep(
+        benchmark="out = (a + b) * c / s, size sweep",
+        simulated=simulated,
+        note=("SIMULATED: the CUDA simulator checked correctness only; no times were measured"
+              if simulated else "CUDA events; every sample kept; medians and interquartile ranges"),
+        complete=False,
+        settings=SweepSettings(
+            sizes=options.sizes, repeats=options.repeats, warmup=options.warmup, dtype="float32",
+            block_size=BLOCK_SIZE, l2_bytes=cache, modes={} if simulated else dict(sa.MODES),
+            cache_policy=("L2 labelled, not hidden: 'gpu' reuses the buffers (a working set smaller than the L2 "
+                          "stays cached between repeats), 'gpu_cold' reads a buffer of "
+                          f"{FLUSH_FACTOR}x the L2 before each repeat so data come from DRAM"),
+            verification="every implementation at every size and at n_max - 3, on fresh random inputs in [0.5, 2), "
+                         "output poisoned with NaN first, compared with NumPy on the device (rtol 1e-5)",
+            s=float(pool.s),
+        ),
+        pipelines=count_pipelines(),
+    )
+    builders = set_up(pool, options.implementations, sweep.pipelines, sweep.implementations)
 
     def checked(label: str, case: Case, n: int) -> bool:
         """Verify; a wrong implementation is recorded, dropped from the sweep, and never timed."""
         try:
-            result["verification"].append(verify(case, label, n))
+            sweep.verification.append(verify(case, label, n))
             return True
         except Exception as error:  # a wrong answer (CheckFailed), or a peer that breaks at a new size
-            error = error if isinstance(error, CheckFailed) else f"{type(error).__name__}: {error}"
-            result["verification"].append({"implementation": label, "n": n, "passed": False, "error": str(error)})
-            result["implementations"][label].update(status="failed", reason=str(error))
+            reason = str(error) if isinstance(error, CheckFailed) else f"{type(error).__name__}: {error}"
+            sweep.verification.append(Verification(implementation=label, n=n, passed=False, error=reason))
+            info = sweep.implementations[label]
+            info.status, info.reason = "failed", reason
             del builders[label]
-            print(f"{label} gives a wrong result at n={n}; it will not be timed: {error}", file=sys.stderr)
+            print(f"{label} gives a wrong result at n={n}; it will not be timed: {reason}", file=sys.stderr)
             return False
 
     odd = n_max - 3 if n_max > 3 else n_max  # not a multiple of the block size: exercises the bounds guard
@@ -669,7 +682,7 @@ def run_sweep(
     for label, build in list(builders.items()):
         checked(label, build(odd), odd)
 
-    clock = None if simulated else GpuClock(cache)
+    clock = None if simulated else GpuClock(cache or 0)
     bar = _progress(len(options.sizes) * len(builders), options.progress)
     try:
         for n in options.sizes:
@@ -678,31 +691,32 @@ def run_sweep(
                 bar.set_postfix_str(f"n={sa.power_label(n)} {label}")
                 case = build(n)
                 if checked(label, case, n) and clock is not None:
-                    result["measurements"].extend(_time_case(case, label, n, options, clock,
-                                                             cpu=result["implementations"][label]["device"] == "cpu"))
+                    sweep.measurements.extend(_time_case(case, label, n, options, clock,
+                                                         cpu=sweep.implementations[label].device == "cpu"))
                 bar.update(1)
             if checkpoint is not None:
-                checkpoint(result)
+                checkpoint(sweep)
     finally:
         bar.close()
     if not simulated:
         _release_peer_memory()
-        result["regimes"] = {label: {mode: _regimes_by_size(result, label, mode) for mode in ("loop", "gpu")}
-                             for label in builders if result["implementations"][label]["device"] == "gpu"}
-    result["bars"] = check_bars(result)
-    result["complete"] = True
-    result["elapsed_s"] = round(time.perf_counter() - started, 1)
-    return result
+        sweep.regimes = {label: {mode: _regimes_by_size(sweep, label, mode) for mode in ("loop", "gpu")}
+                         for label in builders if sweep.implementations[label].device == "gpu"}
+    sweep.claims = check_claims(sweep)
+    sweep.complete = True
+    sweep.elapsed_s = round(time.perf_counter() - started, 1)
+    return sweep
 
 
-def _regimes_by_size(result: dict[str, Any], label: str, mode: str) -> dict[str, str]:
+def _regimes_by_size(sweep: Sweep, label: str, mode: str) -> dict[int, str]:
     try:
-        return dict(zip(map(str, sa.series(result, label, mode)[0]), sa.regimes_of(result, label, mode)))
+        return dict(zip((int(n) for n in sa.series(sweep, label, mode)[0]), sa.regimes_of(sweep, label, mode)))
     except ValueError as error:  # e.g. a curve with a zero time: say so rather than lose the sweep
-        return {"error": str(error)}
+        print(f"no regimes for {label} ({mode}): {error}", file=sys.stderr)
+        return {}
 
 
-def _time_case(case: Case, label: str, n: int, options: Options, clock: GpuClock, *, cpu: bool) -> list[dict[str, Any]]:
+def _time_case(case: Case, label: str, n: int, options: Options, clock: GpuClock, *, cpu: bool) -> list[Measurement]:
     if cpu:
         return [_measurement(label, n, "cpu", time_host(case.run, options.repeats))]
     loop = time_gpu(case.run, label=label, repeats=options.repeats, warmup=options.warmup, hide_launch=False)
@@ -721,44 +735,45 @@ def _release_peer_memory() -> None:
             release(sys.modules[name])
 
 
-# --- the performance bars (a benchmark, not a timed test) ------------------------------------
+# --- what the sweep checks about this GPU (a benchmark, not a timed test) -----------------------
 
 
-def check_bars(result: dict[str, Any], mode: str = "loop") -> list[dict[str, Any]]:
-    """Pass/fail against the issue's bars at n = 2^28; 'not measured' where the sweep did not reach it."""
-    n = DESIGN_CARD["n"]
-    env = result.get("environment", {})
-    device = env.get("device") or ("simulator" if result.get("simulated") else device_name())
-    comparable = DESIGN_CARD["device"] in str(device)
-    bars: list[dict[str, Any]] = []
+def check_claims(sweep: Sweep, mode: str = "loop") -> list[Claim]:
+    """Statements about the GPU at n = 2^28, each marked true, false or not measured."""
+    n = EARLIER_H200["n"]
+    device = sweep.provenance.device if sweep.provenance else ("simulator" if sweep.simulated else device_name())
+    comparable = EARLIER_H200["device"] in str(device)
 
-    def bar(name: str, measured: float | None, target: str, passed: bool | None, note: str = "") -> None:
-        status = "not measured" if measured is None else ("pass" if passed else "fail")
-        bars.append({"bar": name, "measured": measured, "target": target, "status": status, "note": note})
+    def median(label: str) -> float | None:
+        return sa.median_at(sweep, label, n, mode) if label in sweep.implementations else None
 
-    three = sa.median_at(result, "numba three kernels", n, mode) if "numba three kernels" in result["implementations"] else None
-    fused = sa.median_at(result, "numba fused", n, mode) if "numba fused" in result["implementations"] else None
-    ratio = result["pipelines"]["three kernels"]["bytes_per_element"] / result["pipelines"]["fused"]["bytes_per_element"]
+    claims: list[Claim] = []
+    three, fused = median("numba three kernels"), median("numba fused")
+    ratio = sweep.pipelines["three kernels"].bytes_per_element / sweep.pipelines["fused"].bytes_per_element
     speed = three / fused if three and fused else None
-    bar("fused/three speedup at 2^28", speed, f">= {DESIGN_CARD['min_speedup']}",
-        None if speed is None else speed >= DESIGN_CARD["min_speedup"], f"bytes ratio {ratio:g}")
-    for label, card_ms in DESIGN_CARD["times_ms"].items():
-        got = sa.median_at(result, label, n, mode) if label in result["implementations"] else None
+    least = EARLIER_H200["min_speedup"]
+    claims.append(Claim(f"fused is >= {least:g}x faster than three kernels at 2^28 (the bytes ratio is {ratio:g})",
+                        speed, f">= {least:g}", None if speed is None else speed >= least,
+                        "" if speed is None else f"{speed:.2f}x"))
+    tolerance = EARLIER_H200["tolerance"]
+    for label, earlier_ms in EARLIER_H200["times_ms"].items():
+        got = median(label)
+        text = f"{label} at 2^28 is within {tolerance:.0%} of the earlier H200 probe's {earlier_ms} ms"
         if got is not None and not comparable:
-            bar(f"{label} at 2^28 vs design card", got, f"{card_ms} ms on an H200", None, f"not comparable: measured on {device}")
-            bars[-1]["status"] = "not comparable"
+            claims.append(Claim(text, got, f"{earlier_ms} ms", None, f"measured on {device}, not an H200"))
             continue
-        diff = None if got is None else got / card_ms - 1
-        bar(f"{label} at 2^28 vs design card", got, f"{card_ms} ms +/- 10%",
-            None if diff is None else abs(diff) <= DESIGN_CARD["tolerance"],
-            "" if diff is None else f"{diff:+.1%} from the card")
-    copy_ms = sa.median_at(result, "device copy", n, mode) if "device copy" in result["implementations"] else None
-    copy_gbs = None if copy_ms is None else float(sa.bytes_moved(result, "device copy", n)) / (copy_ms * 1e-3) / 1e9
-    card_gbs = DESIGN_CARD["copy_gbs"]
-    bar("device copy GB/s at 2^28 vs design card", copy_gbs, f"{card_gbs:g} GB/s +/- 10%",
-        None if copy_gbs is None else comparable and abs(copy_gbs / card_gbs - 1) <= DESIGN_CARD["tolerance"],
-        "" if copy_gbs is None else f"{copy_gbs / card_gbs - 1:+.1%} from the card")
-    return bars
+        diff = None if got is None else got / earlier_ms - 1
+        claims.append(Claim(text, got, f"{earlier_ms} ms +/- {tolerance:.0%}",
+                            None if diff is None else abs(diff) <= tolerance,
+                            "" if diff is None else f"{format_ms(got)}, {diff:+.1%}"))
+    copy_ms = median("device copy")
+    copy_gbs = None if copy_ms is None else float(sa.bytes_moved(sweep, "device copy", n)) / (copy_ms * 1e-3) / 1e9
+    earlier_gbs = EARLIER_H200["copy_gbs"]
+    text = f"the device copy at 2^28 is within {tolerance:.0%} of the earlier probe's {earlier_gbs:g} GB/s"
+    claims.append(Claim(text, copy_gbs, f"{earlier_gbs:g} GB/s +/- {tolerance:.0%}",
+                        None if copy_gbs is None or not comparable else abs(copy_gbs / earlier_gbs - 1) <= tolerance,
+                        "" if copy_gbs is None else f"{copy_gbs:,.0f} GB/s, {copy_gbs / earlier_gbs - 1:+.1%}"))
+    return claims
 
 
 # --- launch overhead -----------------------------------------------------------------------------
@@ -769,7 +784,7 @@ def _explicit(kernel: Any, signature: str) -> Any:
     return cuda.jit(signature)(getattr(kernel, "py_func", None) or kernel.fn)
 
 
-def measure_launch_overhead(n: int = 1024, launches: int = 300, repeats: int = 9) -> dict[str, Any]:
+def measure_launch_overhead(n: int = 1024, launches: int = 300, repeats: int = 9) -> LaunchOverhead:
     """Host cost of one launch: Numba lazy against explicit signature, CuPy, one PyTorch op.
 
     For each launcher: ``issue_us`` is the host time per launch over a burst of
@@ -779,7 +794,7 @@ def measure_launch_overhead(n: int = 1024, launches: int = 300, repeats: int = 9
     """
     if is_simulator():
         print(SIMULATOR_MESSAGE)
-        return {"simulated": True, "note": "SIMULATED: launch overhead is not measured in the simulator", "launchers": {}}
+        return LaunchOverhead(simulated=True, note="SIMULATED: launch overhead is not measured in the simulator")
     a, b, c = (cuda.to_device(x) for x in random_inputs(n, dtype=DTYPE))
     out = cuda.device_array(n, DTYPE)
     s, blocks = DTYPE(2.0), blocks_for(n)
@@ -805,7 +820,7 @@ def measure_launch_overhead(n: int = 1024, launches: int = 300, repeats: int = 9
         launchers["torch.add(out=)"] = lambda: torch.add(ta, tb, out=tout)
     except Unavailable as why:
         skipped["torch"] = str(why)
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, LauncherCost] = {}
     for label, launch in launchers.items():
         for _ in range(20):
             launch()
@@ -826,69 +841,69 @@ def measure_launch_overhead(n: int = 1024, launches: int = 300, repeats: int = 9
             launch()
             cuda.synchronize()
             single.append((time.perf_counter() - t0) * 1e6)
-        rows[label] = {"issue_us": statistics.median(issue), "with_sync_us": statistics.median(with_sync),
-                       "launch_and_wait_us": statistics.median(single), "issue_samples_us": issue,
-                       "launch_and_wait_samples_us": single}
-    return {"simulated": False, "n": n, "launches_per_burst": launches, "repeats": repeats,
-            "note": "host wall clock (time.perf_counter) per launch on a tiny array", "launchers": rows, "skipped": skipped}
+        rows[label] = LauncherCost(issue_us=statistics.median(issue), with_sync_us=statistics.median(with_sync),
+                                   launch_and_wait_us=statistics.median(single), issue_samples_us=issue,
+                                   launch_and_wait_samples_us=single)
+    return LaunchOverhead(simulated=False, n=n, launches_per_burst=launches, repeats=repeats,
+                          note="host wall clock (time.perf_counter) per launch on a tiny array", launchers=rows,
+                          skipped=skipped)
 
 
 # --- reporting ---------------------------------------------------------------------------------
 
 
-def summary_table(result: dict[str, Any], sizes: Sequence[int] = (2**20, 2**24, 2**28), mode: str = "loop") -> str:
-    """Median times at a few sizes for every implementation (the closing note's table)."""
-    if not sa.has_timings(result):
-        return "no timings: " + result.get("note", "nothing measured")
-    labels = [label for label, info in result["implementations"].items() if info["status"] == "ok"]
+def summary_table(sweep: Sweep, sizes: Sequence[int] = (2**20, 2**24, 2**28), mode: str = "loop") -> str:
+    """Median times at a few sizes for every implementation that ran."""
+    if not sa.has_timings(sweep):
+        return "no timings: " + sweep.note
+    labels = [label for label, info in sweep.implementations.items() if info.status == "ok"]
     header = ["implementation"] + [sa.power_label(n) for n in sizes]
     rows = [header]
     for label in labels:
-        rows.append([label] + [("-" if (t := sa.median_at(result, label, n, mode)) is None else format_ms(t)) for n in sizes])
+        rows.append([label] + [("-" if (t := sa.median_at(sweep, label, n, mode)) is None else format_ms(t)) for n in sizes])
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     return "\n".join("  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths))) for r in rows)
 
 
-def overhead_table(overhead: dict[str, Any]) -> str:
-    if not overhead.get("launchers"):
-        return overhead.get("note", "launch overhead not measured")
-    width = max(len(k) for k in overhead["launchers"])
+def overhead_table(overhead: LaunchOverhead) -> str:
+    """Host time per launch: issue cost in a burst, and one launch followed by a wait."""
+    if not overhead.launchers:
+        return overhead.note
+    width = max(len(k) for k in overhead.launchers)
     lines = [f"{'launcher'.ljust(width)}  issue/launch  launch+wait"]
-    for label, row in overhead["launchers"].items():
-        lines.append(f"{label.ljust(width)}  {row['issue_us']:9.1f} µs  {row['launch_and_wait_us']:8.1f} µs")
+    for label, row in overhead.launchers.items():
+        lines.append(f"{label.ljust(width)}  {row.issue_us:9.1f} µs  {row.launch_and_wait_us:8.1f} µs")
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m helpers.lab.bench``: sweep, write the records and plots, print what was checked."""
     options = parse_options(argv)
     if is_simulator():
         print("backend: simulator -- a tiny sweep that checks correctness; no times are measured or reported")
-    folder = options.out
 
-    def save(result: dict[str, Any]) -> Path:
-        return write_result(options.name, result, folder=folder)
+    def keep(sweep: Sweep) -> Path:
+        return save(sweep, folder=options.out)
 
-    result = run_sweep(options.sizes, options.implementations, repeats=options.repeats, warmup=options.warmup,
-                       progress=options.progress, checkpoint=save)
-    path = save(result)
+    sweep = run_sweep(options.sizes, options.implementations, repeats=options.repeats, warmup=options.warmup,
+                      progress=options.progress, checkpoint=keep)
+    path = keep(sweep)
     print(f"wrote {path}")
     overhead = None
     if options.overhead:
         overhead = measure_launch_overhead()
-        print(f"wrote {write_result(OVERHEAD_NAME, overhead, folder=path.parent)}")
+        print(f"wrote {save(overhead, folder=path.parent)}")
     if options.plots:
-
-        for png in sweep_plots.save_all(result, path.parent, overhead=overhead):
+        for png in sweep_plots.save_all(sweep, path.parent, overhead=overhead):
             print(f"wrote {png}")
-    print(summary_table(result))
+    print(summary_table(sweep))
     if overhead is not None:
         print(overhead_table(overhead))
-    for row in result["bars"]:
-        measured = "-" if row["measured"] is None else f"{row['measured']:.4g}"
-        print(f"[{row['status']}] {row['bar']}: {measured} (target {row['target']}) {row['note']}")
-    failed = [v for v in result["verification"] if not v["passed"]]
+    for claim in sweep.claims:
+        print(claim.line())
+    failed = [v for v in sweep.verification if not v.passed]
     for row in failed:
-        print(f"WRONG RESULT, not timed: {row['error']}", file=sys.stderr)
+        print(f"WRONG RESULT, not timed: {row.error}", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -20,7 +20,8 @@ import contextlib
 import re
 import shutil
 import subprocess
-from typing import Any, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from ..backend import is_simulator
 from ..checks import check_close, poison, poisoned, random_inputs
 from ..device import banner
 from ..pipeline import add_kernel, multiply_kernel, reference, run_fused, run_three_kernels, scale_kernel
-from ..results import environment_record, write_result
+from ..results import Record, save
 from ..sizes import BLOCK_SIZE, blocks_for, default_size
 from ..timing import Timing, copy_bandwidth, time_gpu
 from .transfers import DIRECTIONS, transfer_bandwidth
@@ -285,30 +286,44 @@ def _device_name(index: int) -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
-def measure_two_gpus(nbytes: int = 2**28, n: int | None = None, repeats: int = 20) -> dict[str, Any] | None:
-    """Every two-GPU figure in one JSON-ready record (``None`` with fewer than two GPUs)."""
+@dataclass(kw_only=True)
+class TwoGpus(Record):
+    """Every two-GPU figure: the link, peer and staged copies, each GPU's own bandwidths, the split pipeline."""
+
+    SCHEMA: ClassVar[str] = "two_gpus"
+    VERSION: ClassVar[int] = 1
+    devices: list[str]
+    link: dict[str, Any]
+    peer_access: dict[str, bool]
+    nbytes: int
+    peer_copy: dict[str, dict[str, Any]]
+    staged_copy: dict[str, dict[str, Any]]
+    device_copy_gbs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    host_link_pinned_gbs: dict[int, dict[str, float]] = field(default_factory=dict)
+    split_pipeline: dict[str, Any] | None = None
+
+
+def measure_two_gpus(nbytes: int = 2**28, n: int | None = None, repeats: int = 20) -> TwoGpus | None:
+    """Every two-GPU figure in one record (``None`` with fewer than two GPUs)."""
     _check_nbytes(nbytes)
     if not _ready(0, 1):
         return None
-
-    record: dict[str, Any] = {
-        "devices": [_device_name(i) for i in range(gpu_count())],
-        "link": link_between(0, 1),
-        "peer_access": {"0->1": peer_access(0, 1), "1->0": peer_access(1, 0)},
-        "versions": environment_record()["versions"],
-        "nbytes": nbytes,
-        "peer_copy": {f"{s}->{d}": peer_copy_bandwidth(nbytes, s, d, repeats) for s, d in ((0, 1), (1, 0))},
-        "staged_copy": {"0->1": peer_copy_bandwidth(nbytes, 0, 1, repeats, allow_peer=False)},
-        "device_copy_gbs": {}, "host_link_pinned_gbs": {},
-    }
+    record = TwoGpus(
+        devices=[_device_name(i) for i in range(gpu_count())],
+        link=link_between(0, 1),
+        peer_access={"0->1": peer_access(0, 1), "1->0": peer_access(1, 0)},
+        nbytes=nbytes,
+        peer_copy={f"{s}->{d}": peer_copy_bandwidth(nbytes, s, d, repeats) for s, d in ((0, 1), (1, 0))},
+        staged_copy={"0->1": peer_copy_bandwidth(nbytes, 0, 1, repeats, allow_peer=False)},
+    )
     for gpu in (0, 1):
         with on_gpu(gpu):
             measured = copy_bandwidth(nbytes // 4, repeats=repeats)
             assert measured is not None
-            record["device_copy_gbs"][str(gpu)] = {"label": measured[0].label, "gbs": measured[1]}
-            record["host_link_pinned_gbs"][str(gpu)] = {
+            record.device_copy_gbs[gpu] = {"label": measured[0].label, "gbs": measured[1]}
+            record.host_link_pinned_gbs[gpu] = {
                 d: transfer_bandwidth(d, "pinned", nbytes, repeats)[1] for d in DIRECTIONS}  # type: ignore[index]
-    record["split_pipeline"] = split_pipeline(n or default_size(), repeats)
+    record.split_pipeline = split_pipeline(n or default_size(), repeats)
     return record
 
 
@@ -322,15 +337,15 @@ def main() -> int:
         return 0
     record = measure_two_gpus()
     assert record is not None
-    path = write_result("two_gpus", record)
-    print(f"{' and '.join(record['devices'][:2])}; link: {record['link']['description']}")
-    for way, row in [*record["peer_copy"].items(), *record["staged_copy"].items()]:
+    path = save(record)
+    print(f"{' and '.join(record.devices[:2])}; link: {record.link['description']}")
+    for way, row in [*record.peer_copy.items(), *record.staged_copy.items()]:
         print(f"  GPU{way} copy      {row['gbs']:8.1f} GB/s  ({row['path']})")
-    for gpu, row in record["device_copy_gbs"].items():
+    for gpu, row in record.device_copy_gbs.items():
         print(f"  GPU{gpu} device copy  {row['gbs']:8.1f} GB/s  (read + write)")
-        for way, gbs in record["host_link_pinned_gbs"][gpu].items():
+        for way, gbs in record.host_link_pinned_gbs[gpu].items():
             print(f"  GPU{gpu} {way:13s} {gbs:8.1f} GB/s  (pinned)")
-    split = record["split_pipeline"]
+    split = record.split_pipeline or {"timings": {}, "link_bytes": 0, "link_bytes_per_element": 0}
     for row in split["timings"].values():
         print(f"  {row['label']:45s} {row['median_ms']:.3f} ms")
     print(f"  bytes across the link: {split['link_bytes']:,} ({split['link_bytes_per_element']:g} per element)")

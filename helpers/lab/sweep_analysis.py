@@ -1,8 +1,8 @@
 """Reading a size sweep: runtime series, bandwidth, speedups, and the three regimes.
 
-A sweep result is the dictionary that ``python -m helpers.lab.bench`` writes as JSON
-(see :mod:`helpers.lab.bench`).  The functions here only *read* it, so the notebook,
-the plots and the benchmark's own pass/fail checks all draw the same conclusions
+A sweep is the :class:`~helpers.lab.sweep_record.Sweep` record that
+``python -m helpers.lab.bench`` writes.  The functions here only *read* it, so the
+notebook, the plots and the benchmark's own checks all draw the same conclusions
 from the same numbers.
 
 The regimes are read off the measured curve, never drawn by hand:
@@ -18,15 +18,16 @@ The regimes are read off the measured curve, never drawn by hand:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
+
+from .sweep_record import ImplementationInfo, Sweep
 
 LAUNCH_BOUND = "launch-bound"
 L2_RESIDENT = "L2-resident"
 DRAM_BOUND = "DRAM-bound"
 TRANSITION = "transition"
-REGIMES = (LAUNCH_BOUND, L2_RESIDENT, DRAM_BOUND, TRANSITION)
 
 FLAT_GROWTH = 1.25
 """Time grows by less than this factor when n doubles: launch-bound."""
@@ -149,80 +150,77 @@ def describe_spans(spans: Sequence[tuple[str, int, int]]) -> str:
 # --- reading a sweep result ------------------------------------------------------
 
 
-def has_timings(result: dict[str, Any]) -> bool:
+def has_timings(sweep: Sweep) -> bool:
     """False for a simulator sweep, which checks correctness and times nothing."""
-    return bool(result.get("measurements"))
+    return bool(sweep.measurements)
 
 
-def implementation_info(result: dict[str, Any], label: str) -> dict[str, Any]:
+def implementation_info(sweep: Sweep, label: str) -> ImplementationInfo:
     try:
-        return result["implementations"][label]
+        return sweep.implementations[label]
     except KeyError:
-        known = ", ".join(result.get("implementations", {})) or "none"
+        known = ", ".join(sweep.implementations) or "none"
         raise KeyError(f"no implementation '{label}' in this sweep (it has: {known})") from None
 
 
-def series(result: dict[str, Any], label: str, mode: str = "loop") -> tuple[np.ndarray, np.ndarray]:
+def series(sweep: Sweep, label: str, mode: str = "loop") -> tuple[np.ndarray, np.ndarray]:
     """Sizes and median times (ms) of one implementation in one timing mode, ordered by n.
 
     A CPU implementation has only the ``cpu`` mode, which is returned whatever GPU mode is asked.
     """
-    info = implementation_info(result, label)
-    if info.get("device") == "cpu":
+    if implementation_info(sweep, label).device == "cpu":
         mode = "cpu"
-    rows = sorted(
-        (m["n"], m["median_ms"]) for m in result.get("measurements", []) if m["implementation"] == label and m["mode"] == mode
-    )
+    rows = sorted((m.n, m.median_ms) for m in sweep.measurements if m.implementation == label and m.mode == mode)
     return np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=float)
 
 
-def median_at(result: dict[str, Any], label: str, n: int, mode: str = "loop") -> float | None:
-    sizes, times = series(result, label, mode)
+def median_at(sweep: Sweep, label: str, n: int, mode: str = "loop") -> float | None:
+    sizes, times = series(sweep, label, mode)
     hit = np.flatnonzero(sizes == n)
     return float(times[hit[0]]) if hit.size else None
 
 
-def bytes_moved(result: dict[str, Any], label: str, n: np.ndarray | int) -> np.ndarray:
+def bytes_moved(sweep: Sweep, label: str, n: np.ndarray | int) -> np.ndarray:
     """Bytes the implementation moves at size n, from its counted bytes per element."""
-    return np.asarray(n, dtype=float) * implementation_info(result, label)["bytes_per_element"]
+    return np.asarray(n, dtype=float) * implementation_info(sweep, label).bytes_per_element
 
 
-def bandwidth_gbs(result: dict[str, Any], label: str, mode: str = "loop") -> tuple[np.ndarray, np.ndarray]:
+def bandwidth_gbs(sweep: Sweep, label: str, mode: str = "loop") -> tuple[np.ndarray, np.ndarray]:
     """Sizes and achieved GB/s (counted bytes over median time)."""
-    sizes, times = series(result, label, mode)
-    return sizes, bytes_moved(result, label, sizes) / (times * 1e-3) / 1e9
+    sizes, times = series(sweep, label, mode)
+    return sizes, bytes_moved(sweep, label, sizes) / (times * 1e-3) / 1e9
 
 
-def copy_ceiling_gbs(result: dict[str, Any], mode: str = "gpu_cold", label: str = "device copy") -> float | None:
-    """The device-to-device copy's GB/s at the largest size measured: the DRAM ceiling."""
-    if label not in result.get("implementations", {}):
+def copy_gbs(sweep: Sweep, mode: str = "gpu_cold", label: str = "device copy") -> float | None:
+    """The device-to-device copy's GB/s at the largest size measured."""
+    if label not in sweep.implementations:
         return None
-    sizes, gbs = bandwidth_gbs(result, label, mode)
+    sizes, gbs = bandwidth_gbs(sweep, label, mode)
     return float(gbs[-1]) if sizes.size else None
 
 
-def speedup(result: dict[str, Any], slow: str, fast: str, mode: str = "loop") -> tuple[np.ndarray, np.ndarray]:
+def speedup(sweep: Sweep, slow: str, fast: str, mode: str = "loop") -> tuple[np.ndarray, np.ndarray]:
     """Sizes measured for both, and time(slow) / time(fast)."""
-    n1, t1 = series(result, slow, mode)
-    n2, t2 = series(result, fast, mode)
+    n1, t1 = series(sweep, slow, mode)
+    n2, t2 = series(sweep, fast, mode)
     common, i1, i2 = np.intersect1d(n1, n2, return_indices=True)
     return common, t1[i1] / t2[i2]
 
 
-def regimes_of(result: dict[str, Any], label: str, mode: str = "gpu") -> list[str]:
+def regimes_of(sweep: Sweep, label: str, mode: str = "gpu") -> list[str]:
     """Regime labels of one implementation's curve, read off its measured times.
 
     For the ``gpu`` mode the ``gpu_cold`` curve (if measured) is the cold reference.
     """
-    sizes, times = series(result, label, mode)
-    info = implementation_info(result, label)
-    l2 = result["settings"].get("l2_bytes")
+    sizes, times = series(sweep, label, mode)
+    info = implementation_info(sweep, label)
+    l2 = sweep.settings.l2_bytes
     if sizes.size < 2 or not l2:
         return []
     cold = None
     if mode == "gpu":
-        cold_sizes, cold_times = series(result, label, "gpu_cold")
+        cold_sizes, cold_times = series(sweep, label, "gpu_cold")
         if np.array_equal(cold_sizes, sizes):
             cold = cold_times
-    working_set = sizes.astype(float) * info["working_set_per_element"]
+    working_set = sizes.astype(float) * info.working_set_per_element
     return classify_regimes(sizes, times, working_set, l2, cold_times_ms=cold)

@@ -1,6 +1,6 @@
 """Plots of a size sweep (:mod:`helpers.lab.bench`): runtime, bandwidth, speedup, launch overhead.
 
-Every function takes the sweep's result dictionary (as written to JSON) and returns a
+Every function takes the sweep's sweep dictionary (as written to JSON) and returns a
 matplotlib ``Figure``.  A simulated sweep has no times: its figures say so in
 words and draw no curve.  Regime bands are computed from the data by
 :func:`helpers.lab.sweep_analysis.regimes_of`, never drawn by hand.
@@ -19,7 +19,9 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..device import datasheet_bandwidth_gbs
 from . import sweep_analysis as sa
+from .sweep_record import LaunchOverhead, Sweep
 
 PNG_NAMES = {"runtime": "sweep_runtime.png", "bandwidth": "sweep_bandwidth.png", "headline": "headline.png",
              "overhead": "launch_overhead.png"}
@@ -37,21 +39,18 @@ REGIME_COLORS = {sa.LAUNCH_BOUND: "#f2d7d5", sa.L2_RESIDENT: "#d5e8d4", sa.DRAM_
 PIPELINES = ("numba three kernels", "numba fused")
 
 
-def _measured(result: dict[str, Any]) -> list[str]:
-    return [label for label, info in result["implementations"].items()
-            if info["status"] == "ok" and sa.series(result, label, "loop")[0].size]
+def _measured(sweep: Sweep) -> list[str]:
+    return [label for label, info in sweep.implementations.items()
+            if info.status == "ok" and sa.series(sweep, label, "loop")[0].size]
 
 
-def _caption(result: dict[str, Any]) -> str:
-    env = result.get("environment")
-    if not env:
-        return ""
-    return f"{env.get('device')}, driver {env.get('cuda_driver')}, numba-cuda {env.get('versions', {}).get('numba-cuda')}, {str(env.get('date'))[:10]}"
+def _caption(sweep: Sweep) -> str:
+    return sweep.provenance.describe() if sweep.provenance else ""
 
 
-def _no_timings(title: str, result: dict[str, Any]) -> Figure:
+def _no_timings(title: str, sweep: Sweep) -> Figure:
     fig, ax = plt.subplots(figsize=(7, 2.6))
-    checked = sorted({v["n"] for v in result.get("verification", []) if v.get("passed")})
+    checked = sorted({v.n for v in sweep.verification if v.passed})
     ax.text(0.5, 0.5, f"simulated sweep: no timings\n(correctness checked at n = {', '.join(map(str, checked)) or '-'})\n"
             "run `python -m helpers.lab.bench` on a GPU to measure", ha="center", va="center")
     ax.set_axis_off()
@@ -59,10 +58,10 @@ def _no_timings(title: str, result: dict[str, Any]) -> Figure:
     return fig
 
 
-def _finish(fig: Figure, ax: Axes, heading: str, result: dict[str, Any], **legend: Any) -> Figure:
+def _finish(fig: Figure, ax: Axes, heading: str, sweep: Sweep, **legend: Any) -> Figure:
     """Legend (``legend`` are its options), a title with the device and date, tight layout."""
     ax.legend(fontsize=legend.pop("fontsize", 8), **legend)
-    ax.set_title(f"{heading}\n{_caption(result)}", fontsize=9)
+    ax.set_title(f"{heading}\n{_caption(sweep)}", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -78,10 +77,10 @@ def _log2_axis(ax: Axes) -> None:
     ax.grid(alpha=0.3, which="both")
 
 
-def shade_regimes(ax: Axes, result: dict[str, Any], label: str, mode: str) -> list[tuple[str, int, int]]:
+def shade_regimes(ax: Axes, sweep: Sweep, label: str, mode: str) -> list[tuple[str, int, int]]:
     """Shade the regimes that the data of ``label`` show; returns the spans drawn."""
-    sizes, _ = sa.series(result, label, mode)
-    labels = sa.regimes_of(result, label, mode)
+    sizes, _ = sa.series(sweep, label, mode)
+    labels = sa.regimes_of(sweep, label, mode)
     if not labels:
         return []
     spans = sa.regime_spans(sizes, labels)
@@ -95,142 +94,142 @@ def shade_regimes(ax: Axes, result: dict[str, Any], label: str, mode: str) -> li
     return spans
 
 
-def _l2_line(ax: Axes, result: dict[str, Any], label: str = "numba fused") -> None:
-    l2 = result["settings"].get("l2_bytes")
-    if l2 and label in result["implementations"]:
-        n_fit = l2 / result["implementations"][label]["working_set_per_element"]
+def _l2_line(ax: Axes, sweep: Sweep, label: str = "numba fused") -> None:
+    l2 = sweep.settings.l2_bytes
+    if l2 and label in sweep.implementations:
+        n_fit = l2 / sweep.implementations[label].working_set_per_element
         ax.axvline(n_fit, color="#555555", ls=":", lw=1)
         ax.annotate(" working set\n = L2 (fused)", (n_fit, 0.02), xycoords=("data", "axes fraction"), va="bottom", fontsize=7)
 
 
-def _traffic_note(result: dict[str, Any], pipeline: str) -> str:
-    counted = result["pipelines"][pipeline]
-    return (f"{counted['launches']} launch{'es' if counted['launches'] != 1 else ''}, {counted['trips']} trips, "
-            f"{counted['bytes_per_element']:g} B/elem")
+def _traffic_note(sweep: Sweep, pipeline: str) -> str:
+    counted = sweep.pipelines[pipeline]
+    return (f"{counted.launches} launch{'es' if counted.launches != 1 else ''}, {counted.trips} trips, "
+            f"{counted.bytes_per_element:g} B/elem")
 
 
-def draw_runtime(ax: Axes, result: dict[str, Any], mode: str = "loop", labels: Sequence[str] | None = None,
+def draw_runtime(ax: Axes, sweep: Sweep, mode: str = "loop", labels: Sequence[str] | None = None,
                  shade: str | None = "numba fused", cold: bool = False) -> None:
     """Median time against n on log-log axes, the two Numba pipelines annotated with their traffic."""
-    labels = [l for l in (labels or _measured(result)) if l in _measured(result)]
+    labels = [l for l in (labels or _measured(sweep)) if l in _measured(sweep)]
     if mode != "loop":  # GPU-time panels: the host's NumPy has no GPU time
-        labels = [l for l in labels if result["implementations"][l]["device"] == "gpu"]
+        labels = [l for l in labels if sweep.implementations[l].device == "gpu"]
     if shade in labels:
-        shade_regimes(ax, result, shade, mode)
+        shade_regimes(ax, sweep, shade, mode)
     for label in labels:
-        sizes, times = sa.series(result, label, mode)
+        sizes, times = sa.series(sweep, label, mode)
         width = 2.4 if label in PIPELINES else 1.3
         _ = ax.plot(sizes, times, "o-", ms=3, lw=width, color=COLORS.get(label), label=label)
-        if cold and result["implementations"][label]["device"] == "gpu":
-            cs, ct = sa.series(result, label, "gpu_cold")
+        if cold and sweep.implementations[label].device == "gpu":
+            cs, ct = sa.series(sweep, label, "gpu_cold")
             _ = ax.plot(cs, ct, "--", lw=1, color=COLORS.get(label))
         if label in PIPELINES and sizes.size:
             pipeline = "three kernels" if label == PIPELINES[0] else "fused"
-            ax.annotate(_traffic_note(result, pipeline), (sizes[-1], times[-1]), xytext=(-10, 0),
+            ax.annotate(_traffic_note(sweep, pipeline), (sizes[-1], times[-1]), xytext=(-10, 0),
                         textcoords="offset points", ha="right", va="center", fontsize=8, color=COLORS.get(label))
-    _l2_line(ax, result)
+    _l2_line(ax, sweep)
     _log2_axis(ax)
     ax.set_yscale("log")
     ax.set_ylabel("median time (ms)")
 
 
-def plot_sweep_runtime(result: dict[str, Any]) -> Figure:
+def plot_sweep_runtime(sweep: Sweep) -> Figure:
     """Two panels: what a Python loop sees (launch overhead included), and GPU time alone (warm and cold L2)."""
     title = "out = (a + b) * c / s: runtime against n"
-    if not sa.has_timings(result):
-        return _no_timings(title, result)
+    if not sa.has_timings(sweep):
+        return _no_timings(title, sweep)
     fig, (loop, gpu) = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
-    draw_runtime(loop, result, "loop")
+    draw_runtime(loop, sweep, "loop")
     loop.set_title("a Python loop: events around each call (launch cost included)", fontsize=9)
-    draw_runtime(gpu, result, "gpu", cold=True)
+    draw_runtime(gpu, sweep, "gpu", cold=True)
     gpu.set_title("GPU time only: solid = L2 warm, dashed = L2 flushed", fontsize=9)
     loop.legend(fontsize=7, loc="upper left")
-    fig.suptitle(f"{title}\n{_caption(result)}", fontsize=10)
+    fig.suptitle(f"{title}\n{_caption(sweep)}", fontsize=10)
     fig.tight_layout()
     return fig
 
 
-def plot_bandwidth(result: dict[str, Any], mode: str = "gpu_cold", labels: Sequence[str] | None = None) -> Figure:
-    """Achieved GB/s (counted bytes over median time) and its share of the measured copy ceiling."""
+def plot_bandwidth(sweep: Sweep, mode: str = "gpu_cold", labels: Sequence[str] | None = None) -> Figure:
+    """Achieved GB/s (counted bytes over median time), against the datasheet's bound."""
     title = "achieved bandwidth against n"
-    if not sa.has_timings(result):
-        return _no_timings(title, result)
+    if not sa.has_timings(sweep):
+        return _no_timings(title, sweep)
     fig, ax = plt.subplots(figsize=(8, 4.6))
-    ceiling = sa.copy_ceiling_gbs(result)
-    for label in labels or _measured(result):
-        sizes, gbs = sa.bandwidth_gbs(result, label, mode)
+    bound = datasheet_bandwidth_gbs(sweep.provenance.device) if sweep.provenance else None
+    for label in labels or _measured(sweep):
+        sizes, gbs = sa.bandwidth_gbs(sweep, label, mode)
         _ = ax.plot(sizes, gbs, "o-", ms=3, lw=2.4 if label in PIPELINES else 1.3, color=COLORS.get(label), label=label)
     _log2_axis(ax)
     ax.set_ylabel("GB/s (counted bytes / median time)")
-    if ceiling:
-        _reference_line(ax, ceiling, f"copy ceiling {ceiling:.0f} GB/s (largest n, L2 flushed)", x=0.01, color="black", ls="--")
-        share = ax.secondary_yaxis("right", functions=(lambda g: 100 * g / ceiling, lambda p: p * ceiling / 100))
-        share.set_ylabel("% of the copy ceiling")
-    _l2_line(ax, result)
-    return _finish(fig, ax, f"{title} ({sa.MODE_NAMES.get(mode, mode)})", result, fontsize=7, loc="center left")
+    if bound:
+        _reference_line(ax, bound, f"datasheet bound {bound:,.0f} GB/s", x=0.01, color="black", ls="--")
+        share = ax.secondary_yaxis("right", functions=(lambda g: 100 * g / bound, lambda p: p * bound / 100))
+        share.set_ylabel("% of the datasheet bound")
+    _l2_line(ax, sweep)
+    return _finish(fig, ax, f"{title} ({sa.MODE_NAMES.get(mode, mode)})", sweep, fontsize=7, loc="center left")
 
 
-def plot_speedup(result: dict[str, Any]) -> Figure:
+def plot_speedup(sweep: Sweep) -> Figure:
     """time(three kernels) / time(fused) against n, beside the launch ratio and the bytes ratio."""
     title = "how much the fusion buys at each size"
-    if not sa.has_timings(result):
-        return _no_timings(title, result)
-    three, fused = (result["pipelines"][p] for p in ("three kernels", "fused"))
+    if not sa.has_timings(sweep):
+        return _no_timings(title, sweep)
+    three, fused = (sweep.pipelines[p] for p in ("three kernels", "fused"))
     fig, ax = plt.subplots(figsize=(8, 4))
     for mode, style in (("loop", "o-"), ("gpu", "s--"), ("gpu_cold", "^:")):
-        sizes, ratio = sa.speedup(result, *PIPELINES, mode=mode)
+        sizes, ratio = sa.speedup(sweep, *PIPELINES, mode=mode)
         _ = ax.plot(sizes, ratio, style, ms=3, label=sa.MODE_NAMES[mode])
-    bytes_ratio = three["bytes_per_element"] / fused["bytes_per_element"]
+    bytes_ratio = three.bytes_per_element / fused.bytes_per_element
     _reference_line(ax, bytes_ratio, f"bytes ratio {bytes_ratio:g}", color="black")
-    launch_ratio = three["launches"] / fused["launches"]
+    launch_ratio = three.launches / fused.launches
     _reference_line(ax, launch_ratio, f"launch ratio {launch_ratio:g}", color="grey", ls="--")
     _log2_axis(ax)
     ax.set_ylabel("three kernels / fused (time)")
     ax.set_ylim(0, max(launch_ratio, bytes_ratio) * 1.3)
-    return _finish(fig, ax, title, result, title="timing mode", title_fontsize=8)
+    return _finish(fig, ax, title, sweep, title="timing mode", title_fontsize=8)
 
 
-def plot_headline(result: dict[str, Any]) -> Figure:
+def plot_headline(sweep: Sweep) -> Figure:
     """The README's figure: three kernels, fused and torch.compile against n, with trips and bytes."""
     title = "three kernels or one: runtime against n"
-    if not sa.has_timings(result):
-        return _no_timings(title, result)
+    if not sa.has_timings(sweep):
+        return _no_timings(title, sweep)
     fig, ax = plt.subplots(figsize=(8, 4.8))
-    labels = [l for l in (*PIPELINES, "torch.compile") if l in _measured(result)]
-    draw_runtime(ax, result, "loop", labels=labels)
-    sizes, ratio = sa.speedup(result, *PIPELINES, mode="loop")
+    labels = [l for l in (*PIPELINES, "torch.compile") if l in _measured(sweep)]
+    draw_runtime(ax, sweep, "loop", labels=labels)
+    sizes, ratio = sa.speedup(sweep, *PIPELINES, mode="loop")
     if sizes.size:
         ax.annotate(f"fused is {ratio[-1]:.2f}x faster at n = {sa.power_label(sizes[-1])}", (0.02, 0.9),
                     xycoords="axes fraction", fontsize=9, weight="bold")
-    return _finish(fig, ax, title, result, loc="center left")
+    return _finish(fig, ax, title, sweep, loc="center left")
 
 
-def plot_launch_overhead(overhead: dict[str, Any]) -> Figure:
+def plot_launch_overhead(overhead: LaunchOverhead) -> Figure:
     """Host microseconds per launch, for each launcher measured."""
-    rows = overhead.get("launchers") or {}
+    rows = overhead.launchers
     if not rows:
         fig, ax = plt.subplots(figsize=(7, 2))
-        ax.text(0.5, 0.5, overhead.get("note", "launch overhead not measured"), ha="center", va="center")
+        ax.text(0.5, 0.5, overhead.note, ha="center", va="center")
         ax.set_axis_off()
         return fig
     fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.4))
     names = list(rows)
     y = np.arange(len(names))
-    _ = ax.barh(y - 0.2, [rows[k]["issue_us"] for k in names], height=0.4, label="issue (host, per launch in a burst)")
-    _ = ax.barh(y + 0.2, [rows[k]["launch_and_wait_us"] for k in names], height=0.4, label="one launch + synchronize")
+    _ = ax.barh(y - 0.2, [rows[k].issue_us for k in names], height=0.4, label="issue (host, per launch in a burst)")
+    _ = ax.barh(y + 0.2, [rows[k].launch_and_wait_us for k in names], height=0.4, label="one launch + synchronize")
     ax.set_yticks(y, names, fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("µs per launch (host wall clock, n = %d)" % overhead.get("n", 0))
+    ax.set_xlabel("µs per launch (host wall clock, n = %d)" % overhead.n)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
     return fig
 
 
-def save_all(result: dict[str, Any], folder: Path, overhead: dict[str, Any] | None = None) -> list[Path]:
+def save_all(sweep: Sweep, folder: Path, overhead: LaunchOverhead | None = None) -> list[Path]:
     """Write the sweep's PNGs into ``folder``; returns their paths."""
     folder.mkdir(parents=True, exist_ok=True)
-    figures = {"runtime": plot_sweep_runtime(result), "bandwidth": plot_bandwidth(result), "headline": plot_headline(result)}
+    figures = {"runtime": plot_sweep_runtime(sweep), "bandwidth": plot_bandwidth(sweep), "headline": plot_headline(sweep)}
     if overhead is not None:
         figures["overhead"] = plot_launch_overhead(overhead)
     paths = []

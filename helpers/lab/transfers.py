@@ -19,18 +19,44 @@ In the simulator there is no host link to measure: every function says so and re
 
 from __future__ import annotations
 
-from typing import Any
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..backend import is_simulator
 from ..checks import check_close, poison, random_inputs
+from ..device import banner, device_name
 from ..pipeline import add_kernel, fused_kernel, multiply_kernel, reference, scale_kernel
-from ..sizes import BLOCK_SIZE, blocks_for
+from ..results import Record, save
+from ..sizes import BLOCK_SIZE, blocks_for, default_size
 from ..timing import SIMULATOR_MESSAGE, Timing, copy_bandwidth, time_gpu
 
 DIRECTIONS = ("host->device", "device->host")
 HOST_MEMORY = ("pageable", "pinned")
+
+
+@dataclass
+class PipelineOnHost:
+    """The pipeline on host arrays (implicit copies) against the same kernels on device arrays."""
+
+    n: int
+    median_ms: dict[str, float]
+    spread_ms: dict[str, float]
+
+
+@dataclass(kw_only=True)
+class Transfers(Record):
+    """GB/s against copy size for each kind of copy, and the pipeline with and without implicit copies."""
+
+    SCHEMA: ClassVar[str] = "transfers"
+    VERSION: ClassVar[int] = 2
+    sizes_bytes: list[int]
+    gbs: dict[str, list[float]]
+    repeats: int
+    pipeline: PipelineOnHost | None = None
 
 
 def transfer_sizes() -> list[int]:
@@ -71,7 +97,7 @@ def transfer_bandwidth(direction: str, memory: str, nbytes: int, repeats: int = 
     return timing, timing.bandwidth_gbs(nbytes)
 
 
-def measure_transfers(sizes: list[int] | None = None, repeats: int = 10) -> dict[str, Any] | None:
+def measure_transfers(sizes: list[int] | None = None, repeats: int = 10) -> Transfers | None:
     """GB/s against copy size for host<->device (pageable, pinned) and device<->device.
 
     Host<->device GB/s count the bytes copied (one way); the device-to-device copy
@@ -96,16 +122,16 @@ def measure_transfers(sizes: list[int] | None = None, repeats: int = 10) -> dict
         assert measured is not None
         device.append(measured[1])
     series["device->device copy (read + write)"] = device
-    return {"sizes_bytes": sizes, "gbs": series, "repeats": repeats}
+    return Transfers(sizes_bytes=sizes, gbs=series, repeats=repeats)
 
 
-def plot_transfers(record: dict[str, Any], title: str = "") -> Any:
+def plot_transfers(record: Transfers, title: str = "") -> Any:
     """GB/s against copy size, one line per kind of copy; returns the matplotlib Figure."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    sizes = record["sizes_bytes"]
-    for label, values in record["gbs"].items():
+    sizes = record.sizes_bytes
+    for label, values in record.gbs.items():
         style = "-" if "device->device" in label else "--" if "pageable" in label else "-o"
         _ = ax.plot(sizes, values, style, label=label, markersize=3)
     ax.set_xscale("log", base=2)
@@ -168,3 +194,33 @@ def pipeline_timings(n: int, repeats: int = 5) -> dict[str, Timing] | None:
         assert timing is not None
         timings[label] = timing
     return timings
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m helpers.lab.transfers``: host link against device memory; writes ``transfers.json`` and a plot."""
+    parser = argparse.ArgumentParser(prog="python -m helpers.lab.transfers", description=main.__doc__.split(":", 1)[1].strip())
+    parser.add_argument("--repeats", type=int, default=10, help="timed copies per size")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default results/<gpu>)")
+    args = parser.parse_args(argv)
+    print(banner())
+    record = measure_transfers(repeats=args.repeats)
+    if record is None:
+        return 0
+    n = default_size()
+    timings = pipeline_timings(n, repeats=5)
+    assert timings is not None
+    record.pipeline = PipelineOnHost(n=n, median_ms={k: t.median_ms for k, t in timings.items()},
+                                     spread_ms={k: t.spread_ms for k, t in timings.items()})
+    path = save(record, folder=args.out)
+    plot_transfers(record, title=f"host link against device memory ({device_name()})").savefig(
+        path.with_suffix(".png"), dpi=120)
+    for label, values in record.gbs.items():
+        print(f"{label:40s} {values[-1]:8.1f} GB/s at {record.sizes_bytes[-1]} bytes")
+    for timing in timings.values():
+        print(timing)
+    print("wrote", path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
