@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
+from helpers import results
 from helpers import softmax as sm
 from helpers.checks import poisoned
 from helpers.lab import reductions
@@ -86,7 +87,7 @@ def test_bad_input_is_refused():
 
 def test_bench_records_and_tables_in_the_simulator():
     bench = reductions.bench_softmax([(4, 37)], repeats=1)
-    record = {"environment": {"sm_count": 2}, **dataclasses.asdict(bench)}
+    record = {"provenance": {"sm_count": 2}, **dataclasses.asdict(bench)}
     assert all(m["max_rel_err"] < 1e-5 for m in record["rows"][0]["measured"])
     assert "numba fused" in reductions.softmax_table(record)
 
@@ -95,7 +96,7 @@ def fake_softmax_record(fused_ms, torch_ms, unfused_ms):
     measured = [{"name": "numba unfused (4 kernels)", "median_ms": unfused_ms, "registers": 30, "threads_per_block": 256},
                 {"name": "numba fused, 256 threads/row", "median_ms": fused_ms, "registers": 32, "threads_per_block": 256},
                 {"name": "torch.softmax", "median_ms": torch_ms}]
-    return {"environment": {"sm_count": 132}, "copy_ceiling_gbs": 4000.0,
+    return {"provenance": {"sm_count": 132}, "copy_ceiling_gbs": 4000.0,
             "rows": [{"rows": 16384, "cols": 4096, "bytes_moved": 8 * 16384 * 4096, "measured": measured}]}
 
 
@@ -113,3 +114,16 @@ def test_bytes_in_flight():
     (fused,) = reductions.bytes_in_flight(fake_softmax_record(0.2, 0.22, 0.9))
     assert fused.loads_per_thread == 16 and fused.bytes_in_flight == 132 * 8 * 256 * 16 * 4
     assert fused.implied_latency_us == pytest.approx(fused.bytes_in_flight / (fused.achieved_gbs * 1e3))
+
+
+def test_records_round_trip_through_json(tmp_path):
+    bench = reductions.bench_softmax([(3, 33)], repeats=1)
+    bench.rows[0].measured[0].median_ms = 0.5  # as if timed
+    path = results.save(bench, folder=tmp_path)
+    back = results.load(reductions.SoftmaxBench, folder=tmp_path)
+    assert path.name == "reductions_softmax.json"
+    assert back.rows[0].measured[0].median_ms == 0.5 and back.rows[0].cols == 33
+    ncu = reductions.AttentionDram(length=8, heads=1, kernels=[reductions.KernelDram("flash_attention_kernel", 1.0, 2.0)],
+                                   fused_dram_bytes=3.0, unfused_dram_bytes=30.0, ratio=10.0)
+    results.save(ncu, folder=tmp_path)
+    assert results.load(reductions.AttentionDram, folder=tmp_path).kernels[0].dram_write == 2.0

@@ -65,7 +65,7 @@ class SoftmaxRow:
 
 
 @dataclass
-class SoftmaxBench:
+class SoftmaxBench(results.Record):
     SCHEMA: ClassVar[str] = "reductions_softmax"
     VERSION: ClassVar[int] = 1
     copy_ceiling_gbs: float | None
@@ -84,12 +84,32 @@ class AttentionRow:
 
 
 @dataclass
-class AttentionBench:
+class AttentionBench(results.Record):
     SCHEMA: ClassVar[str] = "reductions_attention"
     VERSION: ClassVar[int] = 1
     peak_fp32_flops: float | None
     rows: list[AttentionRow] = field(default_factory=list)
-    ncu: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class KernelDram:
+    """One profiled launch: DRAM bytes read and written, from Nsight Compute."""
+
+    kernel: str
+    dram_read: float
+    dram_write: float
+
+
+@dataclass
+class AttentionDram(results.Record):
+    SCHEMA: ClassVar[str] = "reductions_attention_ncu"
+    VERSION: ClassVar[int] = 1
+    length: int
+    heads: int
+    kernels: list[KernelDram]
+    fused_dram_bytes: float
+    unfused_dram_bytes: float
+    ratio: float | None
 
 
 @dataclass
@@ -102,7 +122,7 @@ class AdamWRow:
 
 
 @dataclass
-class AdamWBench:
+class AdamWBench(results.Record):
     SCHEMA: ClassVar[str] = "reductions_adamw"
     VERSION: ClassVar[int] = 1
     rows: list[AdamWRow] = field(default_factory=list)
@@ -111,12 +131,11 @@ class AdamWBench:
 OUT_DIR: list[Path] = []  # where the command line asked for copies of the records
 
 
-def save(record: Any) -> Path | None:
+def save(record: results.Record) -> Path | None:
     """Write a record as ``results/<device>/<SCHEMA>.json`` (and a copy to ``--out``); nothing in the simulator."""
     if is_simulator():
         return None
-    path = results.save(record) if hasattr(results, "save") else results.write_result(
-        record.SCHEMA, dataclasses.asdict(record))
+    path = results.save(record)
     for folder in OUT_DIR:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / path.name).write_text(path.read_text())
@@ -359,7 +378,7 @@ def attention_workload(length: int, heads: int, d: int = HEAD_DIM) -> None:
     cuda.synchronize()
 
 
-def ncu_attention(length: int, heads: int, limit_s: float = 600) -> dict[str, Any]:
+def ncu_attention(length: int, heads: int, limit_s: float = 600) -> AttentionDram:
     """DRAM bytes per kernel of both pipelines, from Nsight Compute (L2 flushed before each kernel)."""
     program = [sys.executable, "-m", "helpers.lab.reductions", "attention-workload", "--length", str(length),
                "--heads", str(heads)]
@@ -368,11 +387,11 @@ def ncu_attention(length: int, heads: int, limit_s: float = 600) -> dict[str, An
     if done.returncode != 0:
         raise ncu.NcuError(" | ".join((done.stdout + done.stderr).strip().splitlines()[-5:]))
     kernels = ncu.parse_ncu_csv(done.stdout)
-    per = [{"kernel": k.kernel, "dram_read": k.dram_bytes_read, "dram_write": k.dram_bytes_write} for k in kernels]
-    fused = sum(r["dram_read"] + r["dram_write"] for r in per if "flash" in r["kernel"])
-    unfused_bytes = sum(r["dram_read"] + r["dram_write"] for r in per if "flash" not in r["kernel"])
-    return {"length": length, "heads": heads, "kernels": per, "fused_dram_bytes": fused,
-            "unfused_dram_bytes": unfused_bytes, "ratio": unfused_bytes / fused if fused else None}
+    per = [KernelDram(k.kernel, k.dram_bytes_read, k.dram_bytes_write) for k in kernels]
+    fused = sum(r.dram_read + r.dram_write for r in per if "flash" in r.kernel)
+    unfused_bytes = sum(r.dram_read + r.dram_write for r in per if "flash" not in r.kernel)
+    return AttentionDram(length=length, heads=heads, kernels=per, fused_dram_bytes=fused,
+                         unfused_dram_bytes=unfused_bytes, ratio=unfused_bytes / fused if fused else None)
 
 
 # --- AdamW --------------------------------------------------------------------------------
@@ -501,12 +520,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         records.append(bench_adamw(size, count, repeats=5 if args.quick else 20))
     if args.part == "ncu-attention":
         result = ncu_attention(args.length, args.heads, args.limit)
-        print(json.dumps(result, indent=1))
-        path = results.write_result("reductions_attention_ncu", result)
-        for folder in OUT_DIR:
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / path.name).write_text(path.read_text())
-        print("wrote", path)
+        for k in result.kernels:
+            print(f"  {k.kernel:28s} DRAM read {k.dram_read / 1e6:9.1f} MB, written {k.dram_write / 1e6:9.1f} MB")
+        print(f"unfused / fused DRAM bytes: {result.ratio:.1f}x" if result.ratio else "no fused launch profiled")
+        records.append(result)
     for record in records:
         path = save(record)
         if path is not None:
@@ -514,22 +531,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"done in {time.time() - started:.0f} s")
 
 
-if __name__ == "__main__":
-    main()
-
-
 # --- reading the committed records (notebooks 11 and 12) --------------------------------------
 
 
+RECORDS: dict[str, type[results.Record]] = {"softmax": SoftmaxBench, "attention": AttentionBench,
+                                            "attention_ncu": AttentionDram, "adamw": AdamWBench}
+
+
 def committed(part: str) -> dict[str, Any] | None:
-    """The committed H200 record ``reductions_<part>``, or None (saying so) if there is none yet."""
+    """The committed H200 record for ``part`` (softmax, attention, attention_ncu, adamw) as plain
+    values, or None (saying why) if there is none."""
     try:
-        record = results.read_result(f"reductions_{part}")
-    except FileNotFoundError:
-        print(f"no committed H200 result for {part} yet: `bash scripts/gpu/70_reductions.sh` on a GPU writes it")
+        record = results.load(RECORDS[part])
+    except results.ResultError as error:
+        print(f"no committed H200 result for {part}: {error}")
         return None
-    print("committed result:", results.describe(record))
-    return record
+    where = record.provenance.describe() if record.provenance else "(no provenance recorded)"
+    print(f"committed result ({part}): {where}")
+    return dataclasses.asdict(record)
 
 
 def _by_name(row: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -672,7 +691,7 @@ def bytes_in_flight(record: dict[str, Any], rows: int = 16384, cols: int = 4096)
     A row-in-registers thread issues all its ``ceil(cols / threads)`` loads before it
     uses any; an online thread uses each value before its next load, so count one.
     """
-    sms = record["environment"]["sm_count"]
+    sms = record["provenance"]["sm_count"]
     out = []
     for row in record["rows"]:
         if (row["rows"], row["cols"]) != (rows, cols):
@@ -714,3 +733,7 @@ def adamw_launches(record: dict[str, Any]) -> list[str]:
             lines.append(f"an average tensor's {average / 1e6:.1f} MB take {average / gbs / 1e3:.2f} µs at the "
                          f"large tensor's {gbs:.0f} GB/s")
     return lines
+
+
+if __name__ == "__main__":
+    main()
