@@ -557,7 +557,8 @@ def _burst(n: int, small: int, large: int) -> int:
 
 
 def run(sizes: Sequence[int] | None = None, labels: Sequence[str] | None = None, *, repeats: int = 25,
-        burst_small: int = 50, burst_large: int = 10, arguments: bool = True, progress: bool = True) -> LaunchesRun:
+        burst_small: int = 50, burst_large: int = 10, arguments: bool = True, progress: bool = True,
+        checkpoint: Callable[[LaunchesRun], object] | None = None) -> LaunchesRun:
     """Measure both parts; every variant checked against NumPy before it is timed."""
     simulated = is_simulator()
     sizes = sorted(set(sizes or (SIMULATOR_SIZES if simulated else GPU_SIZES)))
@@ -626,8 +627,9 @@ def run(sizes: Sequence[int] | None = None, labels: Sequence[str] | None = None,
                                             burst, round(t.hold_us, 1)))
             case.close()
         if progress:
-            print(f"n = 2^{n.bit_length() - 1 if n & (n - 1) == 0 else n}: done "
-                  f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+            print(f"n = {power(n)}: done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+        if checkpoint is not None:  # a run cut short still leaves its measurements
+            checkpoint(record)
     if "torch" in sys.modules:
         try:
             counters = sys.modules["torch"]._dynamo.utils.counters
@@ -837,7 +839,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(error))
     if is_simulator():
         print("backend: simulator -- checks the direct launches at tiny sizes; graphs and times need a GPU")
-    record = run(sizes, [KEYS[k] for k in keys], repeats=args.repeats, arguments=not args.no_arguments)
+    record = run(sizes, [KEYS[k] for k in keys], repeats=args.repeats, arguments=not args.no_arguments,
+                 checkpoint=lambda partial: save(partial, args.out))
     path = save(record, args.out)
     print(f"wrote {path}")
     if not args.no_plots and not record.simulated:
