@@ -97,6 +97,22 @@ def default_stream() -> Any:
     return device.create_stream()
 
 
+def timing_event_options() -> Any:
+    """``EventOptions`` for events that record time (the field was renamed in cuda.core 0.4)."""
+    options = core().EventOptions
+    try:
+        return options(timing_enabled=True)
+    except TypeError:
+        return options(timing_disabled=False)
+
+
+def _close(thing: Any) -> None:
+    """Release a cuda.core object now where this version can (older ones free it when collected)."""
+    close = getattr(thing, "close", None)
+    if close is not None:
+        close()
+
+
 def legacy_stream() -> Any:
     """``cuda.core``'s handle on the legacy default stream: where Numba, CuPy and torch launch by default."""
     module = core()
@@ -121,7 +137,7 @@ def check_capturable(kernel: str, args: tuple[Any, ...] | list[Any]) -> None:
         where = f"argument {position} of {kernel}"
         if isinstance(arg, np.ndarray):
             raise NotCapturable(
-                f"{where} is a host NumPy array (shape {arg.shape}). Numba copies a host array to the GPU "
+                f"{where} is a host NumPy array. Numba copies a host array to the GPU "
                 "before every launch and back after it, and a graph cannot record those copies. "
                 "Copy it once before capturing, e.g. `a_gpu = cuda.to_device(a)`, and launch on `a_gpu`."
             )
@@ -243,7 +259,7 @@ class CudaGraph:
         device_array.copy_to_device(np.ascontiguousarray(host_array), stream=self.stream)
 
     def close(self) -> None:
-        self._graph.close()
+        _close(self._graph)
 
     def __repr__(self) -> str:
         kernels = ", ".join(launch.kernel for launch in self.launches)
@@ -296,14 +312,14 @@ def _record(pipeline: Callable[[Any], object], stream: Any, name: str, *, watche
         try:  # leave the stream usable: end the capture and drop what was recorded
             builder.end_building()
         finally:
-            builder.close()
+            _close(builder)
         raise
     builder.end_building()
     if watched and not launches:
-        builder.close()
+        _close(builder)
         raise ValueError("the pipeline made no Numba launches: there is nothing to record")
     graph = builder.complete()
-    builder.close()
+    _close(builder)
     return CudaGraph(graph, stream, launches, name)
 
 
@@ -398,7 +414,7 @@ def time_calls(call: Callable[[], object], stream: Any, *, label: str = "", repe
     if is_simulator():
         print(GRAPHS_NEED_GPU)
         return None
-    options = core().EventOptions(timing_enabled=True)
+    options = timing_event_options()
     for _ in range(warmup):
         call()
     stream.sync()

@@ -865,6 +865,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{v.label}: {v.status}: {v.reason}")
     for claim in record.claims:
         print(claim.line())
+    if record.torch_counters:
+        print("torch inductor counters:", record.torch_counters)
     failed = [c for c in record.checks if not c.passed]
     return 1 if failed else 0
 
