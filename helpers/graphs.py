@@ -232,9 +232,13 @@ class CudaGraph:
         self.launches = launches
         self.name = name
 
-    def replay(self) -> None:
-        """Queue one replay of every recorded launch (returns at once, like a launch)."""
-        self._graph.launch(self.stream)
+    def replay(self, stream: Any = None) -> None:
+        """Queue one replay of every recorded launch (returns at once, like a launch).
+
+        It goes on the graph's own stream unless another ``cuda.core`` stream is given
+        (``legacy_stream()``, say, to queue it behind Numba's default-stream work).
+        """
+        self._graph.launch(self.stream if stream is None else stream)
 
     def sync(self) -> None:
         """Wait until everything queued on the graph's stream has finished."""
