@@ -56,6 +56,11 @@ leg = graphs.legacy_stream()
 print(f"host us per call at n=1024: three direct {host_per_call(lambda: three(0), leg):.1f}, "
       f"fused direct {host_per_call(lambda: fused_kernel[bl, BLOCK_SIZE](a, b, c, s, out), leg):.1f}, "
       f"three graph replay {host_per_call(g.replay, g.stream):.1f}")
+print(f"host us per call, three direct with the cuda.core stream passed: {host_per_call(lambda: three(g.stream), g.stream):.1f}")
+out.copy_to_device(np.full(n, np.nan, np.float32)); cuda.synchronize()
+g.replay(leg); cuda.synchronize()
+try: check_close(out, reference(*new, s)); print("replay on the legacy default stream: correct")
+except Exception as e: print("replay on the legacy default stream: WRONG", e)
 t = graphs.time_calls(g.replay, g.stream, label="three graph")
 print(f"time_calls three graph: host {t.host_median_us:.1f} us, loop {t.loop_median_ms*1e3:.1f} us, gpu {t.gpu_median_ms*1e3:.1f} us, hold {t.hold_us:.0f} us")
 t = graphs.time_calls(lambda: three(0), leg, label="three direct")
