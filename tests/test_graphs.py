@@ -189,3 +189,56 @@ def test_replays_are_timed_on_their_stream():
     timing = graphs.time_calls(graph.replay, graph.stream, repeats=5, burst=20)
     assert timing is not None and timing.host_median_us > 0 and timing.gpu_median_ms > 0 and timing.loop_median_ms > 0
     assert len(timing.gpu_ms) == 5 and timing.hold_us >= graphs.MIN_HOLD_US
+
+
+class _FakeEvent:
+    def __init__(self, log: list[str]) -> None:
+        import time
+
+        self.at = time.perf_counter()
+        log.append("record")
+
+    def sync(self) -> None:
+        pass
+
+    def __sub__(self, other: "_FakeEvent") -> float:
+        return (self.at - other.at) * 1e3
+
+
+class _FakeStream:
+    """Stands in for a cuda.core stream: logs what the timer asks of it."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    def sync(self) -> None:
+        self.log.append("sync")
+
+    def record(self, options: object = None) -> _FakeEvent:
+        assert options == "timing on"
+        return _FakeEvent(self.log)
+
+
+class _FakeHold:
+    def __init__(self, stream: _FakeStream) -> None:
+        self.stream = stream
+
+    def __getitem__(self, config: tuple) -> object:
+        assert config[2] is self.stream, "the hold must go on the stream being timed"
+        return lambda iterations: self.stream.log.append(f"hold {iterations}")
+
+
+def test_the_replay_timer_holds_the_stream_it_times_and_keeps_every_sample(monkeypatch):
+    stream = _FakeStream()
+    calls = []
+    monkeypatch.setattr(graphs, "is_simulator", lambda: False)
+    monkeypatch.setattr(graphs, "timing_event_options", lambda: "timing on")
+    monkeypatch.setattr(graphs, "us_per_hold_iteration", lambda: 1.0)
+    monkeypatch.setattr(graphs, "_hold_kernel", lambda: _FakeHold(stream))
+    timing = graphs.time_calls(lambda: calls.append(stream.log.append("call")), stream, repeats=4, warmup=2, burst=3)
+    assert len(timing.host_us) == 9 and len(timing.loop_ms) == 4 and len(timing.gpu_ms) == 4
+    assert len(calls) == 2 + 9 * 3 + 4 + 4
+    holds = [entry for entry in stream.log if entry.startswith("hold")]
+    assert len(holds) == 4 and timing.hold_us >= graphs.MIN_HOLD_US
+    # in the GPU-time repeats the hold comes first, then the start event, the call, the end event
+    assert stream.log[-4].startswith("hold") and stream.log[-3:] == ["record", "call", "record"]
