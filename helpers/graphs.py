@@ -171,9 +171,10 @@ def _describe(kernel: str, grid: Any, block: Any, args: Any) -> CapturedLaunch:
 class _Watch:
     """Check (and note) every Numba launch made while it is active; on a GPU, insist on one stream."""
 
-    def __init__(self, expected_handle: int | None, *, run: bool) -> None:
+    def __init__(self, expected_handle: int | None, *, run: bool, adopt: Any = None) -> None:
         self.expected_handle = expected_handle
         self.run = run  # False in the simulator: check and note, but do not execute
+        self.adopt = adopt  # a stream to move launches made on the default stream onto (or None)
         self.launches: list[CapturedLaunch] = []
         self._restore: Callable[[], None] | None = None
 
@@ -202,6 +203,8 @@ class _Watch:
                 name = dispatcher.py_func.__name__
                 check_capturable(name, args)
                 handle = int(launch_config.stream.handle)
+                if self.adopt is not None and handle == 0:
+                    launch_config.stream, handle = self.adopt, int(self.adopt.handle)
                 if self.expected_handle is not None and handle != self.expected_handle:
                     raise NotCapturable(
                         f"{name} was launched on another stream than the one the pipeline was given, so a "
@@ -271,7 +274,7 @@ class CudaGraph:
 
 
 def capture(pipeline: Callable[[Any], object], *, name: str = "graph", stream: Any = None,
-            warm_up: bool = True) -> CudaGraph:
+            warm_up: bool = True, adopt_default_stream: bool = False) -> CudaGraph:
     """Record the launches ``pipeline(stream)`` makes into a graph, ready to replay.
 
     Every launch is checked first (:func:`check_capturable`): host arrays and
@@ -279,6 +282,10 @@ def capture(pipeline: Callable[[Any], object], *, name: str = "graph", stream: A
     the pipeline runs once directly first, so that Numba compiles the kernels
     outside the capture.  In the simulator the launches are checked (not run) and
     :class:`GraphsNeedGPU` is raised.
+
+    ``adopt_default_stream=True`` is for code that launches without a stream
+    argument (a library function, say): its launches on Numba's default stream are
+    moved onto the capture's stream and recorded too.
     """
     if is_simulator():
         with _Watch(None, run=False) as watch:
@@ -288,26 +295,27 @@ def capture(pipeline: Callable[[Any], object], *, name: str = "graph", stream: A
                             "all their arrays are on the device.)")
     stream = stream if stream is not None else default_stream()
     if warm_up:
-        _direct(pipeline, stream)
-    return _record(pipeline, stream, name, watched=True)
+        _direct(pipeline, stream, adopt_default_stream)
+    return _record(pipeline, stream, name, watched=True, adopt=adopt_default_stream)
 
 
-def _direct(pipeline: Callable[[Any], object], stream: Any) -> list[CapturedLaunch]:
+def _direct(pipeline: Callable[[Any], object], stream: Any, adopt: bool = False) -> list[CapturedLaunch]:
     """Run the pipeline directly on ``stream``, every launch checked; wait for it."""
-    with _Watch(int(stream.handle), run=True) as watch:
+    with _Watch(int(stream.handle), run=True, adopt=stream if adopt else None) as watch:
         pipeline(stream)
     stream.sync()
     return watch.launches
 
 
-def _record(pipeline: Callable[[Any], object], stream: Any, name: str, *, watched: bool) -> CudaGraph:
+def _record(pipeline: Callable[[Any], object], stream: Any, name: str, *, watched: bool,
+            adopt: bool = False) -> CudaGraph:
     """Capture ``pipeline(builder)`` on ``stream``; ``watched`` checks each launch as it is recorded."""
     builder = stream.create_graph_builder()
     builder.begin_building()
     launches: list[CapturedLaunch] = []
     try:
         if watched:
-            with _Watch(int(builder.stream.handle), run=True) as watch:
+            with _Watch(int(builder.stream.handle), run=True, adopt=builder.stream if adopt else None) as watch:
                 pipeline(builder)
             launches = watch.launches
         else:

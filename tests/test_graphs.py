@@ -180,6 +180,13 @@ def test_a_launch_on_another_stream_is_refused_and_the_stream_stays_usable():
     graph = graphs.capture(launches.fused_pipeline(a, b, c, np.float32(2.0), out), warm_up=False)
     graph.run()
     check_close(out, reference(*(x.copy_to_host() for x in (a, b, c)), 2.0))
+    # code that takes no stream (a library launcher) is recorded when asked to adopt the default stream
+    out.copy_to_device(np.full(N, np.nan, np.float32))
+    adopted = graphs.capture(lambda stream: run_fused(a, b, c, 3.0, out), adopt_default_stream=True)
+    out.copy_to_device(np.full(N, np.nan, np.float32))
+    adopted.run()
+    check_close(out, reference(*(x.copy_to_host() for x in (a, b, c)), 3.0))
+    assert [launch.kernel for launch in adopted.launches] == ["fused_kernel"]
 
 
 @on_gpu
