@@ -86,7 +86,7 @@ try:
 except Exception as e: print("context usable afterwards: NO", e)
 PY
 echo "probe rc=$?"
-timeout 35 python3 -m pytest -q -p no:cacheprovider -o addopts="" tests/test_graphs.py 2>&1 | tail -15
+timeout 35 python3 -m pytest -q -p no:cacheprovider -o addopts="" --tb=short -rfE tests/test_graphs.py 2>&1 | tail -40
 timeout 62 python3 -m helpers.lab.launches --sizes "$SIZES" --repeats 15
 rc=$?
 if [ -n "${OUT:-}" ]; then mkdir -p "$OUT"; cp results/h200/launches*.json results/h200/launches*.png "$OUT"/ 2>/dev/null; fi
