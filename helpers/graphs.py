@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ from .backend import is_simulator
 from .ledger import Ledger
 from .timing import MIN_HOLD_US, us_per_hold_iteration
 
-__all__ = ["CudaGraph", "GraphsNeedGPU", "NotCapturable", "MIN_HOLD_US", "capture", "check_capturable", "counted", "time_calls"]
+__all__ = ["MIN_HOLD_US", "CudaGraph", "GraphsNeedGPU", "NotCapturable", "capture", "check_capturable", "counted", "time_calls"]
 
 GRAPHS_NEED_GPU = (
     "CUDA graphs need a GPU: the simulator runs each kernel as Python code and cannot record "
@@ -178,7 +179,7 @@ class _Watch:
         self.launches: list[CapturedLaunch] = []
         self._restore: Callable[[], None] | None = None
 
-    def __enter__(self) -> "_Watch":
+    def __enter__(self) -> _Watch:
         if is_simulator():
             from numba.cuda.simulator import kernel as sim_kernel
 

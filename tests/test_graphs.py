@@ -208,7 +208,7 @@ class _FakeEvent:
     def sync(self) -> None:
         pass
 
-    def __sub__(self, other: "_FakeEvent") -> float:
+    def __sub__(self, other: _FakeEvent) -> float:
         return (self.at - other.at) * 1e3
 
 

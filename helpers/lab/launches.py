@@ -26,10 +26,11 @@ import math
 import statistics
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -38,7 +39,13 @@ from numba import cuda
 from .. import graphs
 from ..backend import is_simulator
 from ..checks import CheckFailed, check_close, default_tolerance, random_inputs
-from ..pipeline import add_kernel, fused_kernel, multiply_kernel, reference, scale_kernel
+from ..pipeline import (
+    add_kernel,
+    fused_kernel,
+    multiply_kernel,
+    reference,
+    scale_kernel,
+)
 from ..results import Claim, Record, save
 from ..sizes import BLOCK_SIZE, blocks_for
 from . import roofline
