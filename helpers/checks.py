@@ -67,6 +67,10 @@ def default_tolerance(dtype: Any) -> float:
 
 def check_close(result: Any, expected: np.ndarray, *, name: str = "out", rtol: float | None = None) -> None:
     """Raise :class:`CheckFailed` naming the first bad element, or return quietly."""
+    if result is None:
+        raise CheckFailed(f"`{name}` is None: pass the output array itself (kernels write into it "
+                          "and return nothing)")
+    expected = np.asarray(expected)
     got = result.copy_to_host() if hasattr(result, "copy_to_host") else np.asarray(result)
     if got.shape != expected.shape:
         raise CheckFailed(f"`{name}` has shape {got.shape}, expected {expected.shape}")

@@ -198,6 +198,8 @@ def copy_bandwidth(n: int, dtype: type = np.float32, repeats: int = 50) -> tuple
 
     The timing's label names the copy used (see :func:`library_copy`).
     """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n <= 0:
+        raise ValueError(f"n must be a positive whole number of elements to copy, got {n!r}")
     if is_simulator():
         print(SIMULATOR_MESSAGE)
         return None

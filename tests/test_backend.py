@@ -18,7 +18,8 @@ def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
 def test_this_process_agrees_with_the_choice_it_recorded():
     # `import helpers` always leaves its decision in the variable numba reads, so it cannot say whether the
     # user set it: the hardware rule is tested below on choose_backend itself and in fresh processes.
-    assert os.environ[backend.SIMULATOR_ENV] == ("1" if helpers.BACKEND == backend.SIMULATOR else "0")
+    recorded = backend._env_requests_simulator(os.environ.get(backend.SIMULATOR_ENV))
+    assert recorded == (helpers.BACKEND == backend.SIMULATOR)
     assert helpers.is_simulator() == (helpers.BACKEND == backend.SIMULATOR)
 
 

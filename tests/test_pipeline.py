@@ -194,3 +194,9 @@ def test_check_close_refuses_a_result_of_another_shape(got_shape):
     expected = np.full(10, 1.5, np.float32)
     with pytest.raises(CheckFailed, match=re.escape(f"`out` has shape {got_shape}, expected (10,)")):
         checks.check_close(np.full(got_shape, 1.5, np.float32), expected)
+
+
+def test_check_close_names_a_missing_result_and_takes_a_plain_list_as_expected():
+    with pytest.raises(CheckFailed, match="`out` is None: pass the output array"):
+        checks.check_close(None, np.ones(3, np.float32))
+    checks.check_close(np.array([1.0, 2.0], np.float32), [1.0, 2.0])

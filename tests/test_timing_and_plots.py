@@ -124,3 +124,9 @@ def test_plot_returns_a_figure_with_and_without_timings():
     assert timed.axes[1].get_ylabel() == "median runtime (ms)"
     with pytest.raises(ValueError, match="nothing to plot"):
         plot_trips_vs_runtime([])
+
+
+@pytest.mark.parametrize("n", [0, -4, 2.5])
+def test_copy_bandwidth_needs_elements(n):
+    with pytest.raises(ValueError, match="n must be a positive whole number"):
+        copy_bandwidth(n)
