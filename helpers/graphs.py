@@ -142,12 +142,11 @@ def check_capturable(kernel: str, args: tuple[Any, ...] | list[Any]) -> None:
                 "before every launch and back after it, and a graph cannot record those copies. "
                 "Copy it once before capturing, e.g. `a_gpu = cuda.to_device(a)`, and launch on `a_gpu`."
             )
-        for hint in (cuda.In, cuda.Out, cuda.InOut):
-            if isinstance(arg, hint):
-                raise NotCapturable(
-                    f"{where} is a host array in a cuda.{hint.__name__} hint, which asks for a copy around "
-                    "the launch; a graph cannot record it. Copy the array to the device once before capturing."
-                )
+        if isinstance(arg, (cuda.In, cuda.Out, cuda.InOut)):  # on a GPU, InOut is a kind of Out
+            raise NotCapturable(
+                f"{where} is a host array in a cuda.{type(arg).__name__} hint, which asks for a copy around "
+                "the launch; a graph cannot record it. Copy the array to the device once before capturing."
+            )
         if isinstance(arg, (list, tuple)) and any(isinstance(x, np.ndarray) for x in arg):
             raise NotCapturable(f"{where} holds host NumPy arrays; pass device arrays (cuda.to_device) instead.")
 

@@ -249,3 +249,20 @@ def test_the_replay_timer_holds_the_stream_it_times_and_keeps_every_sample(monke
     assert len(holds) == 4 and timing.hold_us >= graphs.MIN_HOLD_US
     # in the GPU-time repeats the hold comes first, then the start event, the call, the end event
     assert stream.log[-4].startswith("hold") and stream.log[-3:] == ["record", "call", "record"]
+
+
+@on_gpu
+def test_without_the_check_numba_fails_inside_the_capture_on_a_host_array():
+    """What the check spares a learner: Numba's implicit copy cannot run on a capturing stream."""
+    a, b, c, t1, t2, out = _arrays()
+    stream = graphs.default_stream()
+    builder = stream.create_graph_builder()
+    builder.begin_building()
+    try:
+        with pytest.raises(Exception, match="capturing stream|capture"):
+            add_kernel[2, 256, builder](np.ones(N, np.float32), b, t1)
+    finally:
+        builder.end_building()
+    graph = graphs.capture(launches.fused_pipeline(a, b, c, np.float32(2.0), out))  # the stream still works
+    graph.run()
+    check_close(out, reference(*(x.copy_to_host() for x in (a, b, c)), 2.0))

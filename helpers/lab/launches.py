@@ -585,7 +585,7 @@ def _burst(n: int, small: int, large: int) -> int:
 
 
 def run(sizes: Sequence[int] | None = None, labels: Sequence[str] | None = None, *, repeats: int = 25,
-        burst_small: int = 50, burst_large: int = 10, arguments: bool = True, progress: bool = True,
+        burst_small: int = 30, burst_large: int = 10, arguments: bool = True, progress: bool = True,
         checkpoint: Callable[[LaunchesRun], object] | None = None) -> LaunchesRun:
     """Measure both parts; every variant checked against NumPy before it is timed."""
     simulated = is_simulator()
@@ -602,14 +602,22 @@ def run(sizes: Sequence[int] | None = None, labels: Sequence[str] | None = None,
                           argument_n=1024),
         api=api_facts(),
     )
+    def stage(what: str) -> None:
+        if progress:
+            print(f"{what} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+        if checkpoint is not None:  # a run cut short still leaves its measurements
+            checkpoint(record)
+
     record.pipelines = count_pipelines()
     if arguments:
         record.argument_costs = measure_argument_costs()
     record.bitwise = check_bitwise()
+    stage("launch cost against arguments: done")
     n_max = max(sizes)
     pool = Pool(n_max)
     builders: dict[str, Callable[[int], Case]] = {}
-    for label in labels:
+
+    def set_up(label: str) -> None:
         variant, factory = FACTORIES[label]
         variant = Variant(**vars(variant))
         try:
@@ -621,6 +629,7 @@ def run(sizes: Sequence[int] | None = None, labels: Sequence[str] | None = None,
         record.variants.append(variant)
         if variant.reason:
             print(f"{label}: {variant.reason}", file=sys.stderr)
+        stage(f"{label}: set up")
 
     def checked(label: str, case: Case, n: int) -> bool:
         try:
@@ -635,29 +644,36 @@ def run(sizes: Sequence[int] | None = None, labels: Sequence[str] | None = None,
             print(f"{label} is wrong at n={n}; not timed: {error}", file=sys.stderr)
             return False
 
-    odd = n_max - 3 if n_max > 3 else n_max  # not a multiple of the block: the bounds guard is exercised
-    pool.load_expected(odd)
-    for label, build in list(builders.items()):
-        case = build(odd)
-        if checked(label, case, odd):
-            case.close()
-    for n in sizes:
-        pool.load_expected(n)
+    def measure(group: list[str]) -> None:
+        """Set up, check at an awkward size, then check and time at every size."""
+        builders.clear()
+        for label in group:
+            set_up(label)
+        pool.load_expected(odd)
         for label, build in list(builders.items()):
-            case = build(n)
-            if not checked(label, case, n):
-                continue
-            if not simulated:
-                burst = _burst(n, burst_small, burst_large)
-                t = graphs.time_calls(case.call, case.stream, label=label, repeats=repeats, burst=burst)
-                assert t is not None
-                record.timings.append(Timed(label, n, _round(t.host_us), _round(t.loop_ms), _round(t.gpu_ms),
-                                            burst, round(t.hold_us, 1)))
-            case.close()
-        if progress:
-            print(f"n = {power(n)}: done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
-        if checkpoint is not None:  # a run cut short still leaves its measurements
-            checkpoint(record)
+            case = build(odd)
+            if checked(label, case, odd):
+                case.close()
+        for n in sizes:
+            pool.load_expected(n)
+            for label, build in list(builders.items()):
+                case = build(n)
+                if not checked(label, case, n):
+                    continue
+                if not simulated:
+                    burst = _burst(n, burst_small, burst_large)
+                    t = graphs.time_calls(case.call, case.stream, label=label, repeats=repeats, burst=burst)
+                    assert t is not None
+                    record.timings.append(Timed(label, n, _round(t.host_us), _round(t.loop_ms), _round(t.gpu_ms),
+                                                burst, round(t.hold_us, 1)))
+                case.close()
+            stage(f"n = {power(n)}: {', '.join(builders) or 'nothing'} done")
+
+    odd = n_max - 3 if n_max > 3 else n_max  # not a multiple of the block: the bounds guard is exercised
+    slow = [label for label in labels if label.startswith("torch.compile")]  # compiling takes seconds
+    measure([label for label in labels if label not in slow])
+    if slow:
+        measure(slow)
     if "torch" in sys.modules:
         try:
             counters = sys.modules["torch"]._dynamo.utils.counters
