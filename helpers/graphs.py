@@ -42,7 +42,7 @@ __all__ = ["MIN_HOLD_US", "CudaGraph", "GraphsNeedGPU", "NotCapturable", "captur
 
 GRAPHS_NEED_GPU = (
     "CUDA graphs need a GPU: the simulator runs each kernel as Python code and cannot record "
-    "launches into a graph. The measurements shown come from a committed GPU result."
+    "launches into a graph"
 )
 
 
@@ -291,8 +291,8 @@ def capture(pipeline: Callable[[Any], object], *, name: str = "graph", stream: A
         with _Watch(None, run=False) as watch:
             pipeline(0)
         kernels = ", ".join(launch.kernel for launch in watch.launches) or "none"
-        raise GraphsNeedGPU(f"{GRAPHS_NEED_GPU} (The {len(watch.launches)} launches, {kernels}, were checked: "
-                            "all their arrays are on the device.)")
+        raise GraphsNeedGPU(f"{GRAPHS_NEED_GPU}. The {len(watch.launches)} launches ({kernels}) were checked: "
+                            "all their arrays are on the device.")
     stream = stream if stream is not None else default_stream()
     if warm_up:
         _direct(pipeline, stream, adopt_default_stream)
@@ -424,7 +424,7 @@ def time_calls(call: Callable[[], object], stream: Any, *, label: str = "", repe
     Returns ``None`` in the simulator, after saying why.
     """
     if is_simulator():
-        print(GRAPHS_NEED_GPU)
+        print(GRAPHS_NEED_GPU + ".")
         return None
     options = timing_event_options()
     for _ in range(warmup):

@@ -627,7 +627,7 @@ def run(sizes: Sequence[int] | None = None, labels: Sequence[str] | None = None,
         except Exception as error:  # a peer that cannot be set up is reported, not fatal
             variant.status, variant.reason = "absent", f"setup failed: {type(error).__name__}: {error}"
         record.variants.append(variant)
-        if variant.reason:
+        if variant.reason and progress:
             print(f"{label}: {variant.reason}", file=sys.stderr)
         stage(f"{label}: set up")
 
