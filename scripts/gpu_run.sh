@@ -25,7 +25,7 @@ step() { echo "== step $1"; local t0=$SECONDS; timeout "${STEP_LIMIT:-240}" bash
         > "$OUT/pytest_gpu.log" 2>&1
       grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest_gpu.log" | tail -30 ;;
     notebooks)
-      python3 scripts/execute_notebooks.py "$@" 2>&1 | grep -v "running over TCP" ;;
+      python3 scripts/execute_notebooks.py --jobs "${JOBS:-1}" "$@" 2>&1 | grep -v "running over TCP" ;;
   esac
 } 2>&1 | tee "$OUT/$phase.log"
 tar czf "$OUT/$phase.tgz" results $( [ "$phase" = notebooks ] && echo "$@" )
