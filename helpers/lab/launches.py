@@ -605,7 +605,9 @@ def run(sizes: Sequence[int] | None = None, labels: Sequence[str] | None = None,
     def stage(what: str) -> None:
         if progress:
             print(f"{what} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
-        if checkpoint is not None:  # a run cut short still leaves its measurements
+        if checkpoint is not None:  # a run cut short still leaves its measurements, and what they say
+            record.claims = claims(record)
+            record.elapsed_s = round(time.perf_counter() - started, 1)
             checkpoint(record)
 
     record.pipelines = count_pipelines()
