@@ -266,3 +266,15 @@ def test_without_the_check_numba_fails_inside_the_capture_on_a_host_array():
     graph = graphs.capture(launches.fused_pipeline(a, b, c, np.float32(2.0), out))  # the stream still works
     graph.run()
     check_close(out, reference(*(x.copy_to_host() for x in (a, b, c)), 2.0))
+
+
+@on_gpu
+def test_a_one_dimensional_array_becomes_seven_kernel_parameters():
+    """Notebook 09 says so when it explains where a launch's host time goes."""
+    x = cuda.device_array(8, np.float32)
+    launches.args1[1, 8](x)
+    cuda.synchronize()
+    kernel = next(iter(launches.args1.overloads.values()))
+    params: list = []
+    kernel._prepare_args(kernel.argument_types[0], x, 0, [], params)
+    assert len(params) == 7
