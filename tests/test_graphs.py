@@ -278,3 +278,13 @@ def test_a_one_dimensional_array_becomes_seven_kernel_parameters():
     params: list = []
     kernel._prepare_args(kernel.argument_types[0], x, 0, [], params)
     assert len(params) == 7
+
+
+def test_a_second_run_merges_its_variants_into_the_first():
+    sizes = [2**10, 2**28]
+    first = _record({launches.GRAPH_FUSED: [0.005, 1.0], "cupy ElementwiseKernel": [0.011, 0.9]}, sizes)
+    second = _record({"torch.compile": [0.07, 0.95], "cupy ElementwiseKernel": [0.012, 1.3]}, sizes)
+    merged = launches.merge(first, second)
+    assert merged.measured() == [launches.GRAPH_FUSED, "torch.compile", "cupy ElementwiseKernel"]
+    assert merged.median("cupy ElementwiseKernel", 2**28) == 1.3  # measured again: the new rows replace the old
+    assert any("torch.compile" in c.claim for c in merged.claims)

@@ -20,6 +20,7 @@ reports the graph variants as needing a GPU; it measures no times.
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib
 import importlib.util
 import math
@@ -46,7 +47,7 @@ from ..pipeline import (
     reference,
     scale_kernel,
 )
-from ..results import Claim, Record, save
+from ..results import Claim, Provenance, Record, folder_for, load, save
 from ..sizes import BLOCK_SIZE, blocks_for
 from . import roofline
 
@@ -870,7 +871,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-arguments", action="store_true", help="skip host time against array arguments")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default results/<device>)")
     parser.add_argument("--no-plots", action="store_true", help="write JSON only")
+    parser.add_argument("--merge", action="store_true",
+                        help="add these variants to the result already in the output folder (a separate process "
+                             "per peer keeps one that fails from taking the others with it)")
     return parser
+
+
+def merge(previous: LaunchesRun, new: LaunchesRun) -> LaunchesRun:
+    """``previous`` with ``new``'s variants added (a variant measured again replaces its old rows)."""
+    labels = {v.label for v in new.variants}
+    previous.variants = [v for v in previous.variants if v.label not in labels] + new.variants
+    previous.checks = [c for c in previous.checks if c.variant not in labels] + new.checks
+    previous.timings = [t for t in previous.timings if t.variant not in labels] + new.timings
+    previous.settings.sizes = sorted(set(previous.settings.sizes) | set(new.settings.sizes))
+    previous.torch_counters.update(new.torch_counters)
+    previous.complete = previous.complete and new.complete
+    previous.elapsed_s = round(previous.elapsed_s + new.elapsed_s, 1)
+    previous.claims = claims(previous)
+    return previous
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -888,8 +906,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(error))
     if is_simulator():
         print("backend: simulator -- checks the direct launches at tiny sizes; graphs and times need a GPU")
-    record = run(sizes, [KEYS[k] for k in keys], repeats=args.repeats, arguments=not args.no_arguments,
-                 checkpoint=lambda partial: save(partial, args.out))
+    previous = load(LaunchesRun, args.out or folder_for(Provenance.here())) if args.merge else None
+
+    def keep(partial: LaunchesRun) -> Path:
+        if previous is None:
+            return save(partial, args.out)
+        return save(merge(copy.deepcopy(previous), partial), args.out)
+
+    record = run(sizes, [KEYS[k] for k in keys], repeats=args.repeats,
+                 arguments=not args.no_arguments and previous is None, checkpoint=keep)
+    if previous is not None:
+        record = merge(previous, record)
     path = save(record, args.out)
     print(f"wrote {path}")
     if not args.no_plots and not record.simulated:

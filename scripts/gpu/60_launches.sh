@@ -7,7 +7,7 @@
 #      lazy and explicit signature) and {three kernels, fused} x {direct, graph} beside CuPy,
 #      torch eager and torch.compile (default and reduce-overhead), every variant checked first.
 # Writes results/h200/launches.json, launches_arguments.png, launches_two_by_two.png (also to $OUT).
-# About 3 minutes on an H200 (at most 30 + 35 + 160 s).  Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/60_launches.sh
+# About 3 minutes on an H200 (at most 30 + 35 + 100 + 45 + 60 s).  Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/60_launches.sh
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 SIZES=${LAUNCH_SIZES:-'2^10..2^28'}
@@ -87,7 +87,13 @@ except Exception as e: print("context usable afterwards: NO", e)
 PY
 echo "probe rc=$?"
 timeout 35 python3 -m pytest -q -p no:cacheprovider -o addopts="" --tb=short -rfE tests/test_graphs.py 2>&1 | tail -40
-timeout 160 python3 -m helpers.lab.launches --sizes "$SIZES" --repeats 20
+# Numba, CuPy and torch eager first; each torch.compile mode in a process of its own, merged into
+# the same result, so that one that fails or hangs cannot take the other measurements with it.
+timeout 100 python3 -m helpers.lab.launches --sizes "$SIZES" --repeats 20 --impl three,fused,three-graph,fused-graph,best-graph,cupy,torch
 rc=$?
+timeout 45 python3 -m helpers.lab.launches --sizes "$SIZES" --repeats 20 --impl compile --merge --no-plots
+echo "torch.compile default: rc=$?"
+timeout 60 python3 -m helpers.lab.launches --sizes "$SIZES" --repeats 20 --impl compile-ro --merge
+echo "torch.compile reduce-overhead: rc=$?"
 if [ -n "${OUT:-}" ]; then mkdir -p "$OUT"; cp results/h200/launches*.json results/h200/launches*.png "$OUT"/ 2>/dev/null; fi
 exit $rc
