@@ -47,7 +47,7 @@ from ..pipeline import (
     reference,
     scale_kernel,
 )
-from ..results import Claim, Provenance, Record, folder_for, load, save
+from ..results import Claim, Provenance, Record, ResultError, folder_for, load, save
 from ..sizes import BLOCK_SIZE, blocks_for
 from . import roofline
 
@@ -906,7 +906,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(error))
     if is_simulator():
         print("backend: simulator -- checks the direct launches at tiny sizes; graphs and times need a GPU")
-    previous = load(LaunchesRun, args.out or folder_for(Provenance.here())) if args.merge else None
+    try:
+        previous = load(LaunchesRun, args.out or folder_for(Provenance.here())) if args.merge else None
+    except ResultError as missing:
+        parser.error(f"--merge needs an earlier result to add to: {missing}")
 
     def keep(partial: LaunchesRun) -> Path:
         if previous is None:
