@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import importlib
 import importlib.util
 import math
@@ -457,6 +458,10 @@ def _torch_compiled(pool: Pool, mode: str | None) -> Callable[[int], Case]:
     def expression(a: Any, b: Any, c: Any) -> Any:
         return (a + b) * c / s
 
+    # Free what earlier stages left for the garbage collector now: a CUDA object destroyed while torch
+    # records its own graph would break that recording.
+    gc.collect()
+    cuda.synchronize()
     compiled = torch.compile(expression, dynamic=True, **({"mode": mode} if mode else {}))
     step = torch.compiler.cudagraph_mark_step_begin if mode == "reduce-overhead" else (lambda: None)
     started = time.perf_counter()
