@@ -639,18 +639,23 @@ def run(sizes: Sequence[int] | None = None, labels: Sequence[str] | None = None,
             print(f"{label}: {variant.reason}", file=sys.stderr)
         stage(f"{label}: set up")
 
-    def checked(label: str, case: Case, n: int) -> bool:
+    def checked(label: str, n: int) -> Case | None:
+        """The variant's case at size n once it has passed its check; None (and never timed) if not."""
+        case = None
         try:
+            case = builders[label](n)  # a graph is recorded here: a capture that fails counts as a failure
             record.checks.append(verify(case, label, n, pool.expected[:n]))
-            return True
+            return case
         except Exception as error:  # a wrong answer, or a peer breaking at a new size: never timed
-            record.checks.append(Check(label, n, False, case.poisoned, f"{type(error).__name__}: {error}"))
+            poisoned = case.poisoned if case is not None else False
+            record.checks.append(Check(label, n, False, poisoned, f"{type(error).__name__}: {error}"))
             variant = next(v for v in record.variants if v.label == label)
             variant.status, variant.reason = "failed", str(error)
             del builders[label]
-            case.close()
+            if case is not None:
+                case.close()
             print(f"{label} is wrong at n={n}; not timed: {error}", file=sys.stderr)
-            return False
+            return None
 
     def measure(group: list[str]) -> None:
         """Set up, check at an awkward size, then check and time at every size."""
@@ -658,15 +663,14 @@ def run(sizes: Sequence[int] | None = None, labels: Sequence[str] | None = None,
         for label in group:
             set_up(label)
         pool.load_expected(odd)
-        for label, build in list(builders.items()):
-            case = build(odd)
-            if checked(label, case, odd):
+        for label in list(builders):
+            if (case := checked(label, odd)) is not None:
                 case.close()
         for n in sizes:
             pool.load_expected(n)
-            for label, build in list(builders.items()):
-                case = build(n)
-                if not checked(label, case, n):
+            for label in list(builders):
+                case = checked(label, n)
+                if case is None:
                     continue
                 if not simulated:
                     burst = _burst(n, burst_small, burst_large)
