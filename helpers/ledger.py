@@ -16,9 +16,13 @@ agree):
 * In the **simulator** the elements each thread loads and stores are recorded as the
   kernel runs (a recording subclass of the simulator's ``FakeCUDAArray`` is passed
   in place of each device array).
-* On a **GPU** the launch's own compiled PTX is read (:mod:`helpers.counting.ptx`): global
-  loads and stores per thread, attributed to array arguments, times the threads that
-  pass the bounds guard (every element, for a grid-stride loop).
+* On a **GPU** the launch's own compiled PTX is followed on the host for every thread
+  of the launch (:mod:`helpers.counting.emulate`), recording the elements each thread
+  loads and stores; where the PTX does not say (an index loaded from memory), the
+  launch is marked uncounted with the reason.
+
+``with counting_engine("static"):`` (or ``"dynamic"``) forces one engine on either
+backend, so a test or the grader can check that both give the same answer.
 
 A *trip*, as the chapter counts it, is one direction of traffic between a launch
 and device memory: a launch that reads arrays makes one read trip, a launch that
@@ -35,16 +39,55 @@ and out, a ``cuda.In`` hint only in, a ``cuda.Out`` hint only out.
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from .backend import is_simulator
-from .counting import Traffic, launch_dims, recording_arguments, static_traffic, traffic_from_touches
-from .counting.ptx import CannotAttribute, analyze_ptx, describe_arg
+from .counting import (
+    CannotAttribute,
+    LaunchArgs,
+    Traffic,
+    is_array,
+    launch_dims,
+    recording_arguments,
+    simulated_traffic,
+    static_traffic,
+    traffic_from_touches,
+)
 from .validate import is_c_contiguous
+
+ENGINES = ("auto", "static", "dynamic")
+_engine: list[str] = ["auto"]
+
+
+@contextmanager
+def counting_engine(name: str) -> Iterator[None]:
+    """Count the launches in the block with one engine: ``"static"`` (the compiled PTX, followed
+    for every thread), ``"dynamic"`` (run in the simulator, recording each access) or ``"auto"``.
+
+    ``"auto"`` (the default) counts in the simulator when the lesson runs there and
+    from the PTX on a GPU.  Both engines count the same thing; forcing one lets a test
+    or the grader check that they agree, on either backend.
+    """
+    if name not in ENGINES:
+        raise ValueError(f"the counting engine is one of {', '.join(ENGINES)}; got {name!r}")
+    _engine.append(name)
+    try:
+        yield
+    finally:
+        _engine.pop()
+
+
+def current_engine() -> str:
+    """The engine counting now: "static" or "dynamic" ("auto" resolved for this backend)."""
+    name = _engine[-1]
+    if name == "auto":
+        return "dynamic" if is_simulator() else "static"
+    return name
 
 
 @dataclass
@@ -303,7 +346,7 @@ def _caller_names(args: Sequence[Any]) -> list[str]:
     names = []
     for i, arg in enumerate(args):
         name = f"arg{i}"
-        if frame is not None and not isinstance(arg, (int, float, np.number)):
+        if frame is not None and not isinstance(arg, (bool, int, float, np.number)):  # numbers: identity is ambiguous
             for scope in (frame.f_locals, frame.f_globals):
                 match = next((k for k, v in scope.items() if v is arg and not k.startswith("_")), None)
                 if match:
@@ -345,8 +388,14 @@ def _host_copies(args: Sequence[Any], names: Sequence[str]) -> list[HostCopy]:
     return copies
 
 
-def _check_launch(kernel: str, args: Sequence[Any], names: Sequence[str]) -> None:
+def _check_launch(kernel: str, args: Sequence[Any], names: Sequence[str]) -> LaunchArgs:
+    """Refuse what the ledger cannot count, naming the argument; else the launch's argument record."""
     for name, arg in zip(names, args):
+        if arg is None:
+            raise TypeError(
+                f"`{name}` (argument of {kernel}) is None: pass an array or a number. "
+                "(Did a variable you meant to set keep its default, or a function return nothing?)"
+            )
         if isinstance(arg, np.ndarray) and not _host_arrays_allowed():
             raise TypeError(
                 f"`{name}` (argument of {kernel}) is a host NumPy array. Numba would copy it to the "
@@ -363,7 +412,7 @@ def _check_launch(kernel: str, args: Sequence[Any], names: Sequence[str]) -> Non
             )
         if plan is not None:
             arg = plan[0]
-        if hasattr(arg, "shape") and not isinstance(arg, np.generic):
+        if is_array(arg):
             if not is_c_contiguous(arg):
                 raise ValueError(
                     f"`{name}` (argument of {kernel}) is not contiguous; the ledger counts "
@@ -371,6 +420,10 @@ def _check_launch(kernel: str, args: Sequence[Any], names: Sequence[str]) -> Non
                 )
             if int(np.prod(arg.shape)) == 0:
                 raise ValueError(f"`{name}` (argument of {kernel}) is empty (n = 0): nothing to count.")
+    try:
+        return LaunchArgs.of(_without_hints(args), names)
+    except TypeError as exc:
+        raise TypeError(f"{exc} (argument of {kernel})") from None
 
 
 def _record(launch: Launch) -> None:
@@ -396,20 +449,24 @@ def _install_simulator_hook() -> None:
             return original(self, *args)
         name = self.fn.__name__
         names = _caller_names(_without_hints(args))
-        _check_launch(name, args, names)
+        record = _check_launch(name, args, names)
         host_copies = _host_copies(args, names)
         # Do the implicit copies here, as Numba would, so that the kernel's accesses
         # to the device copies are counted like any other device array's.
         plans = {i: plan for i, a in enumerate(args) if (plan := _host_copy(a)) is not None}
         args = [cuda.to_device(plans[i][0]) if i in plans else a for i, a in enumerate(args)]
-        wrapped, touches = recording_arguments(args)
-        result = original(self, *wrapped)
+        grid, block = launch_dims(self.grid_dim, self.block_dim)
+        if current_engine() == "dynamic":
+            wrapped, touches = recording_arguments(args)
+            result = original(self, *wrapped)
+            traffic: Traffic | str = traffic_from_touches(name, record, touches)
+        else:
+            result = original(self, *args)
+            traffic = _static_count(self, grid, block, record)
         for i, (host, _, copied_out) in plans.items():
             if copied_out:
                 args[i].copy_to_host(host)
-        traffic = traffic_from_touches(name, args, names, touches)
-        threads = prod(self.grid_dim) * prod(self.block_dim)
-        _record(Launch(name, threads, _array_traffic(traffic, args, names), "simulator", host_copies))
+        _record(_launch(name, grid, block, record, traffic, host_copies))
         return result
 
     sim_kernel.FakeCUDAKernel.__call__ = counting_call
@@ -425,41 +482,54 @@ def _install_gpu_hook() -> None:
         name = self.py_func.__name__
         plain = _without_hints(args)
         names = _caller_names(plain)
-        _check_launch(name, args, names)
+        record = _check_launch(name, args, names)
+        grid, block = launch_dims(launch_config.griddim, launch_config.blockdim)
+        if current_engine() == "dynamic":  # on copies of the inputs as they are before this launch
+            try:
+                traffic: Traffic | str = simulated_traffic(self, grid, block, plain, names)
+            except (RuntimeError, ValueError) as failure:  # recorded like a refusal: the launch still runs
+                traffic = str(failure)
         result = original(self, args, launch_config)
-        try:
-            launch = _static_launch(self, name, plain, names, launch_config.griddim, launch_config.blockdim)
-        except CannotAttribute as reason:
-            # Recorded, not raised: the learner's code runs on, and asking this launch
-            # for a count raises with the reason (never a guessed number).
-            grid, block = launch_dims(launch_config.griddim, launch_config.blockdim)
-            launch = Launch(name, prod(grid) * prod(block), [], "ptx", uncounted=str(reason))
-        launch.host_copies = _host_copies(args, names)
-        _record(launch)
+        if current_engine() != "dynamic":
+            ptx = None
+            try:
+                ptx = self.inspect_asm(tuple(self.typeof_pyval(a) for a in plain))
+            except (KeyError, TypeError):
+                pass  # static_traffic compiles the kernel itself
+            traffic = _static_count(self, grid, block, record, ptx)
+        _record(_launch(name, grid, block, record, traffic, _host_copies(args, names)))
         return result
 
     CUDADispatcher.call = counting_call
     _restore.append(lambda: setattr(CUDADispatcher, "call", original))
 
 
-def _static_launch(dispatcher: Any, name: str, args: Sequence[Any], names: Sequence[str], griddim: Any, blockdim: Any) -> Launch:
-    """A launch counted from its own compiled PTX (see :func:`helpers.counting.static_traffic`)."""
-    argtypes = [describe_arg(a) for a in args]
-    signature = tuple(dispatcher.typeof_pyval(a) for a in args)
+def _static_count(kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], record: LaunchArgs,
+                  ptx: str | None = None) -> Traffic | str:
+    """The launch counted from its compiled PTX, or the reason it cannot be (recorded, not raised:
+    the learner's code runs on, and asking this launch for a count raises with the reason)."""
     try:
-        counts = analyze_ptx(dispatcher.inspect_asm(signature), argtypes)
-    except (KeyError, TypeError):
-        counts = None  # static_traffic compiles the kernel itself
-    grid, block = launch_dims(griddim, blockdim)
-    traffic = static_traffic(dispatcher, grid, block, args, names, counts=counts)
-    return Launch(name, prod(grid) * prod(block), _array_traffic(traffic, args, names), "ptx")
+        return static_traffic(kernel, grid, block, record, ptx=ptx)
+    except CannotAttribute as reason:
+        return str(reason)
 
 
-def _array_traffic(traffic: Traffic, args: Sequence[Any], names: Sequence[str]) -> list[ArrayTraffic]:
+def _launch(name: str, grid: tuple[int, ...], block: tuple[int, ...], record: LaunchArgs,
+            traffic: Traffic | str, host_copies: list[HostCopy]) -> Launch:
+    """One :class:`Launch` from a count (or the reason there is none), on either engine and backend."""
+    threads = prod(grid) * prod(block)
+    if isinstance(traffic, str):
+        method = "ptx" if current_engine() == "static" else "simulator"
+        return Launch(name, threads, [], method, host_copies, uncounted=traffic)
+    return Launch(name, threads, _array_traffic(traffic, record), traffic.method, host_copies)
+
+
+def _array_traffic(traffic: Traffic, record: LaunchArgs) -> list[ArrayTraffic]:
     """One :class:`ArrayTraffic` per array argument name, in argument order."""
     arrays: dict[str, ArrayTraffic] = {}
-    for name, arg in zip(names, args):
-        if hasattr(arg, "shape") and not isinstance(arg, np.generic) and name not in arrays:
-            read, written = traffic.per_array().get(name, (0, 0))
-            arrays[name] = ArrayTraffic(name, np.dtype(arg.dtype).itemsize, int(arg.size), read, written)
+    per_array = traffic.per_array()
+    for _, info in record.arrays():
+        if info.name not in arrays:
+            read, written = per_array.get(info.name, (0, 0))
+            arrays[info.name] = ArrayTraffic(info.name, info.itemsize, info.size, read, written)
     return list(arrays.values())

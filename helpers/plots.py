@@ -31,9 +31,15 @@ def plot_trips_vs_runtime(entries: Sequence[tuple[Ledger, Timing | None]], *, ti
 
     timed = [(ledger, timing) for ledger, timing in entries if timing is not None]
     if timed:
+        labelled: list[tuple[float, float]] = []
         for ledger, timing in timed:
-            runtime.scatter(ledger.bytes_per_element(), timing.median_ms, s=60, zorder=3)
-            runtime.annotate(f"  {ledger.name} ({ledger.trips} trips)", (ledger.bytes_per_element(), timing.median_ms))
+            point = (ledger.bytes_per_element(), timing.median_ms)
+            runtime.scatter(*point, s=60, zorder=3)
+            # points that (nearly) coincide get their labels stacked, not drawn over each other
+            below = sum(1 for x, y in labelled if x == point[0] and abs(y - point[1]) <= 0.08 * max(y, point[1]))
+            labelled.append(point)
+            runtime.annotate(f"{ledger.name} ({ledger.trips} trips)", point, xytext=(8, -13 * below),
+                             textcoords="offset points", va="center")
         runtime.set_xlabel("bytes moved per element")
         runtime.set_ylabel("median runtime (ms)")
         runtime.set_xlim(0, max(per_element) * 1.6)
@@ -83,9 +89,9 @@ def plot_arithmetic_sweep(fmas: Sequence[int], measured_ms: Sequence[float] | No
                           compute_ms_per_fma: float | None, knee: float | None) -> Figure:
     """Runtime against FMAs per element: flat while memory-bound, rising past the compute knee.
 
-    ``memory_ms`` is the predicted memory time (bytes over bandwidth) and
-    ``compute_ms_per_fma`` the predicted arithmetic time per FMA per element; the
-    prediction drawn is the larger of the two (the roofline).  Without measurements
+    ``memory_ms`` is the memory floor (bytes over the bound) and
+    ``compute_ms_per_fma`` the arithmetic floor per FMA per element (at peak); the
+    floor drawn is the larger of the two (the roofline).  Without measurements
     (the simulator) the panel says so.
     """
     fig, ax = plt.subplots(figsize=(7, 3.6))
@@ -95,7 +101,7 @@ def plot_arithmetic_sweep(fmas: Sequence[int], measured_ms: Sequence[float] | No
         return fig
     predicted = [max(memory_ms, k * compute_ms_per_fma) for k in fmas]
     ax.plot(fmas, measured_ms, "o-", label="measured (median)")
-    ax.plot(fmas, predicted, "--", color="grey", label="predicted: max(bytes / bandwidth, FLOPs / peak)")
+    ax.plot(fmas, predicted, "--", color="grey", label="floor: max(bytes / bandwidth, FLOPs / peak)")
     if knee is not None:
         ax.axvline(knee, color="#dd8452", lw=1)
         ax.annotate(f"predicted knee ~{knee:.0f} FMAs ", (knee, max(measured_ms)), color="#dd8452", ha="right", va="top")

@@ -5,7 +5,7 @@ import pytest
 from numba import cuda
 
 from helpers import checks, pipeline
-from helpers.ledger import Ledger
+from helpers.ledger import Ledger, counting_engine
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
 N = 300  # not a multiple of the block size
@@ -99,3 +99,19 @@ def test_an_outer_ledger_that_refuses_host_arrays_wins():
     with pytest.raises(TypeError, match="host NumPy array"):
         with Ledger("outer"), Ledger("inner", allow_host_arrays=True):
             pipeline.add_kernel[blocks_for(N), BLOCK_SIZE](a, b, nan_array())
+
+
+@pytest.mark.parametrize("engine", ["dynamic", "static"])
+def test_host_copies_are_counted_by_both_engines(engine):
+    """Also runs on a GPU, where both engines count through the GPU's launch hook."""
+    a, b = checks.random_inputs(N, count=2)
+    t1 = nan_array()
+    with counting_engine(engine), Ledger(engine, allow_host_arrays=True) as ledger:
+        pipeline.add_kernel[blocks_for(N), BLOCK_SIZE](a, b, t1)
+    checks.check_close(t1, a + b)
+    launch = ledger.launches[0]
+    assert launch.counted_by == ("ptx" if engine == "static" else "simulator")
+    assert [(c.name, c.to_device, c.to_host) for c in launch.host_copies] == [
+        ("a", 4 * N, 4 * N), ("b", 4 * N, 4 * N), ("t1", 4 * N, 4 * N)
+    ]
+    assert ledger.host_trips == 2 and ledger.trips == 2 and ledger.bytes_per_element() == 12

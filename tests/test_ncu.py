@@ -98,3 +98,53 @@ def test_ledger_within_3_percent_of_ncu_for_large_arrays():
     ledger = json.load(open("/tmp/ncu_test_ledger.json"))
     rows = ncu.join(ledger, kernels, l2_bytes())
     assert all(r["within_3_percent"] for r in rows), rows
+
+
+# --- the corpus measurement -----------------------------------------------------------
+
+
+def _corpus_kernels(names, read=1000.0, written=500.0):
+    return [ncu.KernelCounters(i, k, k, "(2, 1, 1)", "(256, 1, 1)", read, written) for i, k in enumerate(names)]
+
+
+def test_corpus_join_puts_ncu_beside_the_ledger_and_keeps_refusals():
+    ledger = [
+        {"n": 512, "shape": "copy", "kernel": "copy_guard_size", "threads": 512,
+         "ledger_bytes_read": 2048, "ledger_bytes_written": 2048, "uncounted": None},
+        {"n": 512, "shape": "gather", "kernel": "gather", "threads": 512,
+         "ledger_bytes_read": None, "ledger_bytes_written": None, "uncounted": "cannot count gather: ..."},
+    ]
+    rows = ncu.join_corpus(ledger, _corpus_kernels(["copy_guard_size", "gather"]))
+    assert rows[0].ratio == pytest.approx(1500 / 4096)
+    assert rows[1].ratio is None and rows[1].uncounted.startswith("cannot count")
+    record = ncu.NcuCorpus(what="", metrics=list(ncu.METRICS), l2_cache_bytes=None, n=512, cache_control="none",
+                           launches=rows)
+    table = ncu.corpus_table(record)
+    back = results.from_json(ncu.NcuCorpus, results.to_json(record))
+    assert back.launches[1].uncounted == rows[1].uncounted
+    assert "not counted" in table.splitlines()[2] and "0.366" in table.splitlines()[1]
+    with pytest.raises(ncu.NcuError, match="launch order differs"):
+        ncu.join_corpus(ledger, _corpus_kernels(["gather", "copy_guard_size"]))
+    with pytest.raises(ncu.NcuError, match="recorded 2 launches but ncu profiled 1"):
+        ncu.join_corpus(ledger, _corpus_kernels(["copy_guard_size"]))
+
+
+def test_the_corpus_workload_records_every_launch_in_the_simulator(tmp_path):
+    path = tmp_path / "ledger.json"
+    ncu.corpus_workload(300, str(path))
+    records = json.loads(path.read_text())
+    shapes = [s for s in ncu.load_shapes().SHAPES if s.ncu]
+    assert [r["kernel"] for r in records][:4] == ["add_kernel", "multiply_kernel", "scale_kernel", "fused_kernel"]
+    assert len(records) == 4 + len(shapes)
+    assert all(r["uncounted"] is None for r in records)
+    stencil = next(r for r in records if r["shape"] == "three_point_interior")
+    assert stencil["ledger_bytes_read"] == 3 * 4 * (300 - 2)
+
+
+def test_the_corpus_kernel_pattern_matches_ncus_names_for_numba_kernels():
+    import re
+
+    pattern = re.compile(ncu.corpus_kernel_regex().removeprefix("regex:"))
+    full = "add_kernel[v1,cw51cXTLSUwv1sDUaKthqaNgoKmjgOR3W3Cw6igA9duC0hkwnNGiHEkYkrqQBFBT](Array<float, 1, C>)"
+    assert pattern.search(full) and pattern.search("block_max[v9,cw51c](Array<float, 1, C>)")
+    assert not pattern.search("series_fused[v1](Array<float, 1, C>)")

@@ -3,31 +3,35 @@
 A *count* is, for every array argument of a launch, the bytes of the distinct
 elements each thread loads and stores, summed over threads (:class:`Traffic`).
 
-* :mod:`.ptx` and :func:`static_traffic`: read the compiled PTX (works on a GPU and,
-  through the real compiler in a subprocess, in the simulator too);
+* :mod:`.ptx` and :func:`static_traffic`: compile the kernel to PTX (on a GPU, or
+  through the real compiler in a subprocess in the simulator) and follow that PTX
+  for every thread on the host (:mod:`.emulate`);
 * :func:`simulated_traffic`: run the launch in Numba's CUDA simulator and record
   what each thread touched.
+
+:mod:`.record` holds what both share: :class:`Traffic` (a count), :class:`LaunchArgs`
+(one launch's arguments, built once by the ledger) and :class:`CannotAttribute`;
+:mod:`.other_backend` runs a function under the other CUDA backend.
 
 Either returns the true count or raises :class:`CannotAttribute` saying what it
 cannot follow.  :func:`compare_counts` runs both on one launch.
 """
 
-from .ptx import CannotAttribute, PtxCounts, count_global_accesses
+from .ptx import PtxCounts, count_global_accesses
+from .record import ArgInfo, CannotAttribute, LaunchArgs, Traffic, is_array
 from .traffic import (
     Comparison,
-    Traffic,
     compare_counts,
     comparison_table,
     launch_dims,
     recording_arguments,
     simulated_traffic,
     static_traffic,
-    threads_passing_guard,
     traffic_from_touches,
 )
 
 __all__ = [
-    "CannotAttribute", "Comparison", "PtxCounts", "Traffic", "compare_counts", "comparison_table",
+    "ArgInfo", "LaunchArgs", "is_array", "CannotAttribute", "Comparison", "PtxCounts", "Traffic", "compare_counts", "comparison_table",
     "count_global_accesses", "launch_dims", "recording_arguments", "simulated_traffic", "static_traffic",
-    "threads_passing_guard", "traffic_from_touches",
+    "traffic_from_touches",
 ]

@@ -1,7 +1,9 @@
-"""Read a kernel's compiled code (PTX) and count its global-memory loads and stores.
+"""Compile a kernel to PTX, and list its global-memory loads and stores per thread.
 
-This is the *static* count: it looks at the instructions the compiler emitted, not
-at what ran.  Each ``ld.global``/``st.global`` is attributed to the array argument
+The ledger's static count (:func:`helpers.counting.static_traffic`) compiles here and
+then follows the PTX for every thread (:mod:`helpers.counting.emulate`).  This module's
+:func:`count_global_accesses` is the per-thread *instruction* view a lesson shows: it
+looks at the instructions the compiler emitted, not at what ran.  Each ``ld.global``/``st.global`` is attributed to the array argument
 whose data pointer its address was computed from, by following registers forward
 from the ``ld.param`` that fetched that pointer.
 
@@ -19,8 +21,6 @@ import inspect
 import json
 import os
 import re
-import subprocess
-import sys
 import textwrap
 import types as pytypes
 from dataclasses import dataclass, field
@@ -29,52 +29,20 @@ from typing import Any, Sequence
 
 from ..backend import is_simulator
 from ..device import compute_capability
+from .other_backend import COMPILER, OtherBackendError, run_under
+from .record import ArgInfo, ArgType, CannotAttribute
 
 # Parameters an array argument is flattened into by numba-cuda's data model:
 # meminfo, parent, nitems, itemsize, data, shape[ndim], strides[ndim].
 _ARRAY_DATA_FIELD = 4
-_ARRAY_NITEMS_FIELD = 2
-_ARRAY_SHAPE_FIELD = 5
-
-
-class CannotAttribute(Exception):
-    """The static counter cannot say which array an access touches, or cannot compile the kernel."""
-
-
-@dataclass(frozen=True)
-class ArgType:
-    """A picklable description of one kernel argument's Numba type."""
-
-    kind: str  # "array" or "scalar"
-    dtype: str
-    ndim: int = 0
-    layout: str = "C"
-
-    @property
-    def n_params(self) -> int:
-        return 5 + 2 * self.ndim if self.kind == "array" else 1
-
-    def to_numba(self) -> Any:
-        from numba import types
-
-        dtype = getattr(types, self.dtype)
-        return types.Array(dtype, self.ndim, self.layout) if self.kind == "array" else dtype
 
 
 def describe_arg(value: Any) -> ArgType:
     """The :class:`ArgType` Numba would infer for a kernel argument."""
-    from numba import typeof
-    from numba.core import types
-
-    if is_simulator() and hasattr(value, "_numba_type_"):
-        ty = value._numba_type_
-    else:
-        ty = typeof(value)
-    if isinstance(ty, types.Array):
-        return ArgType("array", str(ty.dtype), ty.ndim, ty.layout)
-    if isinstance(ty, (types.Integer, types.Float, types.Boolean)):
-        return ArgType("scalar", str(ty))
-    raise CannotAttribute(f"cannot attribute accesses for an argument of type {ty}")
+    try:
+        return ArgInfo.of("argument", value).argtype
+    except TypeError as exc:
+        raise CannotAttribute(f"cannot attribute accesses for an argument of type {type(value).__name__}") from exc
 
 
 _DATA = -1
@@ -116,10 +84,6 @@ class PtxCounts:
     local_accesses: int = 0
     instructions: list[GlobalAccess] = field(default_factory=list)
     grid_stride: bool = False
-    guard_sizes: set[tuple[int, int]] = field(default_factory=set)
-    """Array sizes the kernel's branches compare with: (argument, dimension; -1 for ``.size``)."""
-    guard_offset: bool = False
-    """True when a branch compares with a size *plus a constant* (e.g. ``i + 1 < n``)."""
 
     def loads(self, arg_index: int | None = None) -> int:
         return sum(1 for a in self.accesses if a.op == "load" and (arg_index is None or a.arg_index == arg_index))
@@ -211,29 +175,15 @@ def _find_loops(lines: list[str]) -> list[tuple[int, int]]:
     ]
 
 
-_IMMEDIATE_RE = re.compile(r"^(-?\d|0[fFdD][0-9a-fA-F]+$)")
-
-
-@dataclass
-class _Guards:
-    """What the kernel's conditional branches compare with."""
-
-    sizes: set[tuple[int, int]] = field(default_factory=set)
-    offset: bool = False
-
-
 def _scan(
-    lines: list[str], data_param: dict[int, int], size_param: dict[int, tuple[int, int]], loops: list[tuple[int, int]]
-) -> tuple[list[tuple[int | None, GlobalAccess]], int, _Guards]:
+    lines: list[str], data_param: dict[int, int], loops: list[tuple[int, int]]
+) -> tuple[list[tuple[int | None, GlobalAccess]], int]:
     """Every global access in program order with its loop, owner and address key."""
     taint: dict[str, frozenset[int]] = {}
-    sizes: dict[str, frozenset[tuple[int, int]]] = {}
-    constant: set[str] = set()
     found: list[tuple[int | None, GlobalAccess]] = []
     local = 0
-    guards = _Guards()
     for _ in range(3):  # loops carry values around a back edge: iterate to a fixed point
-        found, local, guards = [], 0, _Guards()
+        found, local = [], 0
         version: dict[str, int] = {}
         after_data_branch = False
         for i, line in enumerate(lines):
@@ -251,16 +201,11 @@ def _scan(
             family, _, rest = opcode.partition(".")
             if family == "bra":
                 after_data_branch = after_data_branch or guarded_by_data
-                for r in guard_regs:
-                    guards.sizes |= sizes.get(r, frozenset())
-                    guards.offset = guards.offset or r in constant
                 continue
             if opcode.startswith("ld.param"):
                 m = re.search(r"_param_(\d+)\]", operands)
                 if m and regs and int(m.group(1)) in data_param:
                     taint[regs[0]] = frozenset({data_param[int(m.group(1))]})
-                if m and regs and int(m.group(1)) in size_param:
-                    sizes[regs[0]] = frozenset({size_param[int(m.group(1))]})
                 if regs:
                     version[regs[0]] = version.get(regs[0], 0) + 1
                 continue
@@ -291,14 +236,8 @@ def _scan(
                 merged = frozenset().union(*(taint.get(r, frozenset()) for r in sources))
                 if merged:
                     taint[dest] = taint.get(dest, frozenset()) | merged
-                merged_sizes = frozenset().union(*(sizes.get(r, frozenset()) for r in sources))
-                if merged_sizes:
-                    sizes[dest] = sizes.get(dest, frozenset()) | merged_sizes
-                tokens = [t.strip() for t in operands.split(",")[1:]]
-                if any(r in constant for r in sources) or any(_IMMEDIATE_RE.match(t) for t in tokens):
-                    constant.add(dest)
                 version[dest] = version.get(dest, 0) + 1
-    return found, local, guards
+    return found, local
 
 
 def _distinct(accesses: list[GlobalAccess]) -> list[GlobalAccess]:
@@ -369,19 +308,15 @@ def analyze_ptx(ptx: str, argtypes: Sequence[ArgType]) -> PtxCounts:
             f"the PTX has {len(params)} parameters but the argument types imply {expected}"
         )
     data_param: dict[int, int] = {}
-    size_param: dict[int, tuple[int, int]] = {}
     first = 0
     for index, arg in enumerate(argtypes):
         if arg.kind == "array":
             data_param[first + _ARRAY_DATA_FIELD] = index
-            size_param[first + _ARRAY_NITEMS_FIELD] = (index, -1)
-            for dim in range(arg.ndim):
-                size_param[first + _ARRAY_SHAPE_FIELD + dim] = (index, dim)
         first += arg.n_params
 
     lines = _entry_lines(ptx)
     loops = _find_loops(lines)
-    found, local, guards = _scan(lines, data_param, size_param, loops)
+    found, local = _scan(lines, data_param, loops)
     grid_stride = bool(loops) and any("%nctaid" in ln for ln in lines)
 
     straight = _distinct([a for loop, a in found if loop is None])
@@ -399,8 +334,6 @@ def analyze_ptx(ptx: str, argtypes: Sequence[ArgType]) -> PtxCounts:
         local_accesses=local,
         instructions=[a for _, a in found],
         grid_stride=grid_stride,
-        guard_sizes=guards.sizes,
-        guard_offset=guards.offset,
     )
 
 
@@ -458,20 +391,26 @@ def kernel_source(py_func: Any, _seen: set[str] | None = None) -> str:
     return "\n".join(header + [own])
 
 
-_WORKER = """
-import json, sys
-request = json.load(sys.stdin)
-from numba import cuda, types
-namespace = {"cuda": cuda}
-exec(request["source"], namespace)
-fn = namespace[request["name"]]
-def build(a):
-    dtype = getattr(types, a["dtype"])
-    return types.Array(dtype, a["ndim"], a["layout"]) if a["kind"] == "array" else dtype
-sig = tuple(build(a) for a in request["argtypes"])
-ptx, _ = cuda.compile_ptx(fn, sig, cc=tuple(request["cc"]))
-sys.stdout.write(ptx)
-"""
+def compile_request(request: dict[str, Any]) -> str:
+    """Compile ``request["source"]``'s function ``request["name"]`` to PTX (run by :mod:`.other_backend`).
+
+    Runs with the real ``numba.cuda`` and no GPU: device functions are compiled for
+    the requested compute capability instead of asking the (absent) driver for one.
+    """
+    from numba import cuda
+    from numba.cuda import dispatcher
+
+    cc = tuple(request["cc"])
+
+    class _Device:
+        compute_capability = cc
+
+    dispatcher.get_current_device = lambda: _Device()  # no driver here: device functions use this cc
+    namespace: dict[str, Any] = {"cuda": cuda}
+    exec(compile(request["source"], f"<kernel {request['name']}>", "exec"), namespace)
+    sig = tuple(ArgType(**a).to_numba() for a in request["argtypes"])
+    ptx, _ = cuda.compile_ptx(namespace[request["name"]], sig, cc=cc)
+    return ptx
 
 
 def cache_dir() -> str:
@@ -496,24 +435,16 @@ def _compile_in_subprocess(source: str, name: str, argtypes: tuple[ArgType, ...]
     if os.path.exists(path):
         with open(path) as f:
             return f.read()
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    done = subprocess.run(
-        [sys.executable, "-c", _WORKER],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    if done.returncode != 0:
-        last = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
-        raise CannotAttribute(f"compiling {name} to PTX failed: {last[0]}")
+    try:
+        ptx = run_under(COMPILER, "helpers.counting.ptx:compile_request", request, timeout=300)
+    except OtherBackendError as exc:
+        raise CannotAttribute(f"compiling {name} to PTX failed: {exc}") from exc
     os.makedirs(cache_dir(), exist_ok=True)
     tmp = path + f".{os.getpid()}.tmp"
     with open(tmp, "w") as f:
-        f.write(done.stdout)
+        f.write(ptx)
     os.replace(tmp, path)
-    return done.stdout
+    return ptx
 
 
 def compile_ptx(kernel: Any, argtypes: Sequence[ArgType], cc: tuple[int, int] | None = None) -> str:

@@ -1,8 +1,8 @@
 """Count a launch's memory traffic two ways and put the counts side by side.
 
-* **Static** (:func:`static_traffic`): global loads and stores per thread, read from
-  the compiled PTX (:mod:`helpers.counting.ptx`), times the threads that pass the bounds
-  guard (every element, for a grid-stride loop), times the bytes per access.
+* **Static** (:func:`static_traffic`): the compiled PTX (:mod:`helpers.counting.ptx`)
+  followed on the host for every thread of the launch, on the integers only
+  (:mod:`helpers.counting.emulate`), recording the elements each thread touches.
 * **Simulated** (:func:`simulated_traffic`): the kernel runs in Numba's CUDA
   simulator, and every element each thread loads or stores is recorded.
 
@@ -12,52 +12,30 @@ load (the second read comes from a register: the compiler usually removes it, an
 the static counter drops it where the compiler could not); a read of an element the
 thread has just written is not a load either.  ``x[i]`` and ``x[i + 1]`` are two
 loads.  With that definition the two counts agree exactly, and the tests check it
-for every kernel of the series.
+for every kernel of the series and a corpus of kernels a student could write
+(tests/test_corpus.py), or the static count refuses with the construct it cannot follow.
 
 The third count, Nsight Compute's DRAM bytes, is in :mod:`helpers.lab.ncu`.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from math import prod
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..backend import is_simulator
-from .ptx import CannotAttribute, PtxCounts, count_global_accesses, describe_arg, kernel_source
+from .emulate import emulate
+from .other_backend import SIMULATOR, OtherBackendError, run_under
+from .ptx import compile_ptx, kernel_source
+from .record import CannotAttribute, LaunchArgs, Traffic, is_array
 
 Dims = int | Sequence[int]
-
-
-@dataclass
-class Traffic:
-    """Bytes one launch read from and wrote to each array argument."""
-
-    kernel: str
-    method: str  # "ptx" or "simulator"
-    read: dict[str, int] = field(default_factory=dict)
-    written: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def bytes_read(self) -> int:
-        return sum(self.read.values())
-
-    @property
-    def bytes_written(self) -> int:
-        return sum(self.written.values())
-
-    def per_array(self) -> dict[str, tuple[int, int]]:
-        """``{array: (bytes read, bytes written)}`` for every array argument."""
-        return {name: (self.read.get(name, 0), self.written.get(name, 0)) for name in {**self.read, **self.written}}
 
 
 def _dims(dim: Any) -> tuple[int, ...]:
@@ -83,90 +61,34 @@ def launch_dims(griddim: Any, blockdim: Any) -> tuple[tuple[int, ...], tuple[int
     return grid[:size], block[:size]
 
 
-def _arrays(args: Sequence[Any]) -> list[int]:
-    return [i for i, a in enumerate(args) if hasattr(a, "shape") and not isinstance(a, np.generic)]
+def _launch_args(args: Sequence[Any] | LaunchArgs, names: Sequence[str] | None) -> LaunchArgs:
+    if isinstance(args, LaunchArgs):
+        return args
+    return LaunchArgs.of(args, names)
 
 
-def _names(args: Sequence[Any], names: Sequence[str] | None) -> list[str]:
-    if names is None:
-        return [f"arg{i}" for i in range(len(args))]
-    if len(names) != len(args):
-        raise ValueError(f"got {len(names)} names for {len(args)} arguments")
-    return list(names)
+def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any] | LaunchArgs,
+                   names: Sequence[str] | None = None, ptx: str | None = None) -> Traffic:
+    """The launch's traffic as its compiled PTX says, without running it on the GPU.
 
-
-def threads_passing_guard(griddim: Dims, blockdim: Dims, shape: Sequence[int]) -> int:
-    """Threads whose index falls inside ``shape``: what a bounds guard lets through.
-
-    A 1-D launch over a 1-D array gives ``min(threads, n)``; a 2-D launch over a
-    2-D array clips each dimension (x against ``shape[0]``, y against
-    ``shape[1]``), as ``cuda.grid(2)`` with ``if i < shape[0] and j < shape[1]``
-    does.  Otherwise the launch is treated as flat: ``min(threads, size)``.
+    The PTX is followed on the host for every thread of the launch, on the integers
+    only (indices, sizes, scalar arguments; see :mod:`helpers.counting.emulate`):
+    every guard, loop and device function is taken exactly as compiled.  Raises
+    :class:`CannotAttribute`, with the reason, where the PTX does not say which
+    elements are touched (``out[idx[i]]``, ``if x[i] > 0``): never a guessed number.
+    ``args`` may be the launch's values or its :class:`LaunchArgs` record; ``ptx`` may
+    be given when it was already compiled (the ledger reads the launched kernel's own).
     """
-    grid, block = _dims(griddim), _dims(blockdim)
-    if len(grid) != len(block):
-        raise ValueError(f"grid {grid} and block {block} have different numbers of dimensions")
-    extents = [g * b for g, b in zip(grid, block)]
-    if len(extents) == len(shape) > 1:
-        return prod(min(e, s) for e, s in zip(extents, shape))
-    return min(prod(extents), prod(shape))
-
-
-def _guard_shape(counts: Any, ndim: int, args: Sequence[Any]) -> tuple[int, ...] | None:
-    """The extent the bounds guard lets through, per grid dimension (``None``: no guard)."""
-    if not counts.guard_sizes:
-        return None
-    flat = [int(args[arg].size) for arg, dim in counts.guard_sizes if dim < 0]
-    per_dim: dict[int, list[int]] = {}
-    for arg, dim in counts.guard_sizes:
-        if dim >= 0:
-            per_dim.setdefault(dim, []).append(int(args[arg].shape[dim]))
-    if ndim == 1:
-        return (min(flat + per_dim.get(0, [])),)
-    if flat or any(d >= ndim for d in per_dim):
-        raise CannotAttribute(
-            f"the bounds guard of this {ndim}-D launch compares with sizes that do not match its dimensions"
-        )
-    return tuple(min(per_dim[d]) if d in per_dim else 2**62 for d in range(ndim))
-
-
-def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any], names: Sequence[str] | None = None,
-                   counts: PtxCounts | None = None) -> Traffic:
-    """The launch's traffic as the compiled PTX predicts it.
-
-    Accesses per thread (per iteration of a grid-stride loop) times the threads
-    that pass the bounds guard (the elements the loop covers), times their bytes.
-    The guard's bound is read from the PTX: the array sizes its branches compare
-    the thread index with.  Raises :class:`helpers.counting.ptx.CannotAttribute`, with the
-    reason, where the PTX does not say (``out[idx[i]]``, ``if x[i] > 0``, a guard
-    such as ``i + 1 < n``): never a guessed number.  ``counts`` may be given when the
-    PTX was already analysed (the ledger analyses the launched kernel's own PTX).
-    """
-    names = _names(args, names)
+    launch = _launch_args(args, names)
     func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
-    counts = counts if counts is not None else count_global_accesses(kernel, args)
-    counts.require_attributed(func.__name__)
     grid, block = launch_dims(griddim, blockdim)
-    if counts.guard_offset and not counts.grid_stride:
-        raise CannotAttribute(
-            f"the bounds guard of {func.__name__} compares the thread index with an array size plus "
-            "a constant (e.g. i + 1 < n), so the static counter cannot say how many threads pass it"
-        )
-    bound = _guard_shape(counts, len(grid), args)
-    threads = prod(grid) * prod(block)
-    guarded = threads if bound is None else threads_passing_guard(grid, block, bound)
-    if counts.has_loop and bound is None:
-        raise CannotAttribute(f"the loop in {func.__name__} compares with no array size: its range is unknown")
-    covered = prod(bound) if bound is not None else 0
+    if ptx is None:
+        ptx = compile_ptx(kernel, launch.argtypes)
+    counted = emulate(ptx, launch, grid, block, func.__name__)
     traffic = Traffic(func.__name__, "ptx")
-    for i in _arrays(args):
-        for op, total in (("load", traffic.read), ("store", traffic.written)):
-            nbytes = sum(
-                a.nbytes * (covered if a.in_loop else guarded)
-                for a in counts.accesses
-                if a.op == op and a.arg_index == i
-            )
-            total[names[i]] = total.get(names[i], 0) + nbytes
+    for i, info in launch.arrays():
+        traffic.read[info.name] = traffic.read.get(info.name, 0) + counted.loads.get(i, 0) * info.itemsize
+        traffic.written[info.name] = traffic.written.get(info.name, 0) + counted.stores.get(i, 0) * info.itemsize
     return traffic
 
 
@@ -210,6 +132,8 @@ class _ThreadTouches:
 def _flat_elements(shape: tuple[int, ...], idx: Any) -> np.ndarray:
     """Flat indices of the elements ``array[idx]`` touches."""
     if isinstance(idx, (int, np.integer)) and len(shape) == 1:
+        if not -shape[0] <= int(idx) < shape[0]:
+            return np.array([], dtype=np.int64)  # out of range: the access itself raises IndexError
         return np.array([int(idx) % shape[0]])
     return np.arange(prod(shape)).reshape(shape)[idx].ravel()
 
@@ -222,7 +146,8 @@ def simulated_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence
     simulator, so the count is available on both backends.  Do not call it inside
     a ``Ledger`` block: the ledger wraps arrays with its own counter.
     """
-    names = _names(args, names)
+    record = LaunchArgs.of(args, names)
+    names = record.names
     if not is_simulator():
         return _simulate_in_subprocess(kernel, griddim, blockdim, args, names)
     for i, a in enumerate(args):
@@ -231,7 +156,7 @@ def simulated_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence
     wrapped, touches = recording_arguments(args)
     kernel[_dims(griddim), _dims(blockdim)](*wrapped)
     func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
-    return traffic_from_touches(func.__name__, args, names, touches)
+    return traffic_from_touches(func.__name__, record, touches)
 
 
 def recording_arguments(args: Sequence[Any]) -> tuple[list[Any], dict[int, _ThreadTouches]]:
@@ -261,35 +186,29 @@ def recording_arguments(args: Sequence[Any]) -> tuple[list[Any], dict[int, _Thre
     return wrapped, touches
 
 
-def traffic_from_touches(kernel_name: str, args: Sequence[Any], names: Sequence[str],
-                         touches: dict[int, _ThreadTouches]) -> Traffic:
-    """Bytes per array from the recorded distinct loads and stores."""
+def traffic_from_touches(kernel_name: str, record: LaunchArgs, touches: dict[int, _ThreadTouches]) -> Traffic:
+    """Bytes per array from the recorded distinct loads and stores (names and item sizes from ``record``)."""
     traffic = Traffic(kernel_name, "simulator")
     for i, t in touches.items():
         loads, stores = t.counts()
-        itemsize = args[i].dtype.itemsize
-        traffic.read[names[i]] = traffic.read.get(names[i], 0) + loads * itemsize
-        traffic.written[names[i]] = traffic.written.get(names[i], 0) + stores * itemsize
+        info = record.args[i]
+        traffic.read[info.name] = traffic.read.get(info.name, 0) + loads * info.itemsize
+        traffic.written[info.name] = traffic.written.get(info.name, 0) + stores * info.itemsize
     return traffic
 
 
-_WORKER = """
-import json, os, sys
-import numpy as np
-os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
-import helpers
-from numba import cuda
-from helpers.counting import simulated_traffic
-request = json.load(sys.stdin)
-namespace = {"cuda": cuda}
-exec(request["source"], namespace)
-kernel = cuda.jit(namespace[request["name"]])
-data = np.load(request["arrays"])
-args = [cuda.to_device(data[a["array"]]) if "array" in a else np.dtype(a["dtype"]).type(a["value"])
-        for a in request["args"]]
-t = simulated_traffic(kernel, request["grid"], request["block"], args, request["names"])
-sys.stdout.write(json.dumps({"read": t.read, "written": t.written}))
-"""
+def simulate_request(request: dict[str, Any]) -> dict[str, Any]:
+    """Count one launch in the simulator (run by :mod:`.other_backend` when the lesson is on a GPU)."""
+    from numba import cuda
+
+    namespace: dict[str, Any] = {"cuda": cuda}
+    exec(compile(request["source"], f"<kernel {request['name']}>", "exec"), namespace)
+    kernel = cuda.jit(namespace[request["name"]])
+    data = np.load(request["arrays"])
+    args = [cuda.to_device(data[a["array"]]) if "array" in a else np.dtype(a["dtype"]).type(a["value"])
+            for a in request["args"]]
+    t = simulated_traffic(kernel, request["grid"], request["block"], args, request["names"])
+    return {"read": t.read, "written": t.written}
 
 
 def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any], names: list[str]) -> Traffic:
@@ -303,13 +222,13 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
     with tempfile.TemporaryDirectory() as tmp:
         arrays, spec = {}, []
         for i, a in enumerate(args):
-            if hasattr(a, "copy_to_host"):
-                arrays[f"a{i}"] = a.copy_to_host()
+            if hasattr(a, "copy_to_host") or isinstance(a, np.ndarray):  # a host array: Numba copies it in
+                arrays[f"a{i}"] = a.copy_to_host() if hasattr(a, "copy_to_host") else np.ascontiguousarray(a)
                 spec.append({"array": f"a{i}"})
-            elif isinstance(a, np.ndarray):
-                raise TypeError(f"`{names[i]}` is a host (NumPy) array; pass a device array (cuda.to_device)")
             else:
-                spec.append({"dtype": describe_arg(a).dtype, "value": a.item() if hasattr(a, "item") else a})
+                info = LaunchArgs.of([a], [names[i]]).args[0]
+                spec.append({"dtype": np.dtype(type(a)).name if isinstance(a, np.generic) else
+                             {"boolean": "bool"}.get(info.dtype, info.dtype), "value": info.value})
         path = os.path.join(tmp, "arrays.npz")
         np.savez(path, **arrays)
         request = {
@@ -321,13 +240,10 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
             "names": names,
             "arrays": path,
         }
-        root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
-        done = subprocess.run([sys.executable, "-c", _WORKER], input=json.dumps(request), capture_output=True, text=True, env=env, timeout=600)
-    if done.returncode != 0:
-        last = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
-        raise RuntimeError(f"the simulator count of {func.__name__} failed: {last[0]}")
-    result = json.loads(done.stdout)
+        try:
+            result = run_under(SIMULATOR, "helpers.counting.traffic:simulate_request", request)
+        except OtherBackendError as exc:
+            raise RuntimeError(f"the simulator count of {func.__name__} failed: {exc}") from exc
     return Traffic(func.__name__, "simulator", result["read"], result["written"])
 
 

@@ -35,6 +35,7 @@ import numpy as np
 from numba import cuda
 from tqdm.auto import tqdm
 
+from .. import graphs
 from ..backend import is_simulator
 from ..checks import CheckFailed, check_close, default_tolerance, random_inputs
 from ..device import device_name, l2_bytes, sm_count
@@ -199,6 +200,41 @@ def _numba_fused(pool: Pool) -> Callable[[int], Case]:
     return case
 
 
+def _numba_graph(three: bool) -> Callable[[Pool], Callable[[int], Case]]:
+    """The Numba pipeline recorded once as a CUDA graph (helpers.graphs), replayed on the default stream."""
+
+    def factory(pool: Pool) -> Callable[[int], Case]:
+        if is_simulator():
+            raise Unavailable(graphs.GRAPHS_NEED_GPU)
+        default = graphs.legacy_stream()  # replays queue where the events and the other launches are
+
+        def case(n: int) -> Case:
+            a, b, c, t1, t2, out = pool.views(n)
+            blocks, s = blocks_for(n), pool.s
+
+            def pipeline(stream: Any) -> None:
+                if three:
+                    add_kernel[blocks, BLOCK_SIZE, stream](a, b, t1)
+                    multiply_kernel[blocks, BLOCK_SIZE, stream](t1, c, t2)
+                    scale_kernel[blocks, BLOCK_SIZE, stream](t2, s, out)
+                else:
+                    fused_kernel[blocks, BLOCK_SIZE, stream](a, b, c, s, out)
+
+            recorded: list[graphs.CudaGraph] = []
+
+            def run() -> None:  # recorded on the first call, inside the sweep's check, so a failure is reported
+                if not recorded:
+                    recorded.append(graphs.capture(pipeline))
+                recorded[0].replay(default)
+
+            poison = (lambda: _poison(t1, t2, out)) if three else (lambda: _poison(out))
+            return Case(run, lambda: out, poison, pool.expected[:n])
+
+        return case
+
+    return factory
+
+
 def _numba_best(pool: Pool) -> Callable[[int], Case]:
     # Look the best variant up once, so that the lookup is not timed.  The pool's views
     # start at the allocation, so they are aligned for the 16-byte variants.
@@ -323,6 +359,10 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
     for impl in (
         Implementation("three", "numba three kernels", "gpu", "three kernels", "add, multiply, scale: 3 launches", _numba_three),
         Implementation("fused", "numba fused", "gpu", "fused", "one launch, one element per thread", _numba_fused),
+        Implementation("three-graph", "numba three kernels + graph", "gpu", "three kernels",
+                       "the 3 launches recorded once as a CUDA graph, replayed", _numba_graph(True)),
+        Implementation("fused-graph", "numba fused + graph", "gpu", "fused",
+                       "the fused launch recorded once as a CUDA graph, replayed", _numba_graph(False)),
         Implementation("best", "numba fused (best)", "gpu", "fused", "the fastest variant of notebook 07 (helpers.lab.roofline)", _numba_best),
         Implementation("numpy", "numpy (CPU)", "cpu", "three kernels", "(a + b) * c / s on the host", _numpy_cpu),
         Implementation("cupy", "cupy ElementwiseKernel", "gpu", "fused", "one generated kernel", _cupy_elementwise),

@@ -19,6 +19,12 @@ Two cache policies are collected, because they answer different questions:
 Usage on a GPU machine (writes ``results/h200/ncu_dram.json``)::
 
     python3 -m helpers.lab.ncu collect --log2-sizes 20,22,24,26,28
+
+and, for the series kernels beside a few kernels of the test corpus (copies, saxpy,
+float64, two stencils, a transpose, a block reduction) at one size past L2, with the
+L2 kept between kernels (writes ``results/h200/ncu_corpus.json``)::
+
+    python3 -m helpers.lab.ncu corpus --log2-n 26
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
@@ -402,6 +408,192 @@ def three_way_table(comparisons: Sequence[Comparison], n_small: int, results: Nc
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows)
 
 
+# --- the corpus: series kernels and a few student-written shapes beside ncu ----------------
+
+CORPUS_RESULT_NAME = "ncu_corpus"
+CORPUS_SHAPES_FILE = os.path.join("tests", "corpus", "shapes.py")
+SERIES_KERNELS = ("add_kernel", "multiply_kernel", "scale_kernel", "fused_kernel")
+
+
+def load_shapes(path: str = CORPUS_SHAPES_FILE) -> Any:
+    """The corpus module (kernel shapes and how to launch them), loaded from its file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("corpus_shapes", path)
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"no corpus of kernel shapes at {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["corpus_shapes"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def corpus_workload(n: int, ledger_path: str, shapes_file: str = CORPUS_SHAPES_FILE) -> None:
+    """Run the series pipelines and the corpus shapes marked ``ncu`` once at size ``n``, each in a ledger.
+
+    Writes, in launch order, each launch's ledger bytes (or why it was not counted).
+    """
+    from numba import cuda
+
+    shapes = [s for s in load_shapes(shapes_file).SHAPES if s.ncu]
+    rng = np.random.default_rng(0)
+    records = []
+
+    def record(ledger: Ledger, shape: str) -> None:
+        for launch in ledger.launches:
+            entry: dict[str, Any] = {"n": n, "shape": shape, "kernel": launch.kernel, "threads": launch.threads}
+            if launch.uncounted is None:
+                entry.update(ledger_bytes_read=launch.bytes_read, ledger_bytes_written=launch.bytes_written,
+                             uncounted=None)
+            else:
+                entry.update(ledger_bytes_read=None, ledger_bytes_written=None, uncounted=launch.uncounted)
+            records.append(entry)
+
+    a, b, c = (cuda.to_device(x) for x in random_inputs(n, count=3, seed=0))
+    t1, t2, out = (cuda.device_array(n, np.float32) for _ in range(3))
+    with Ledger("three kernels") as three:
+        run_three_kernels(a, b, c, 2.0, t1, t2, out)
+    cuda.synchronize()
+    record(three, "series: three kernels")
+    with Ledger("fused") as fused:
+        run_fused(a, b, c, 2.0, out)
+    cuda.synchronize()
+    record(fused, "series: fused")
+    del a, b, c, t1, t2, out
+    for shape in shapes:
+        args = [cuda.to_device(v) if isinstance(v, np.ndarray) else v for v in shape.make(n, rng)]
+        grid, block = shape.launch(n)
+        with Ledger(shape.name) as ledger:
+            shape.kernel[grid, block](*args)
+        cuda.synchronize()
+        record(ledger, shape.name)
+        del args
+    with open(ledger_path, "w") as f:
+        json.dump(records, f)
+
+
+@dataclass
+class CorpusLaunch:
+    """One launch of the corpus run: the ledger's bytes (or why it has none) beside ncu's DRAM bytes."""
+
+    n: int
+    shape: str
+    kernel: str
+    threads: int
+    ledger_bytes_read: int | None
+    ledger_bytes_written: int | None
+    uncounted: str | None
+    ncu_dram_bytes_read: float
+    ncu_dram_bytes_written: float
+    ratio: float | None  # ncu (read + written) / ledger (read + written)
+
+
+@dataclass(kw_only=True)
+class NcuCorpus(Record):
+    """The series kernels and a few corpus shapes at one large size: ledger against ncu's DRAM bytes."""
+
+    SCHEMA: ClassVar[str] = "ncu_corpus"
+    VERSION: ClassVar[int] = 1
+    what: str
+    metrics: list[str]
+    l2_cache_bytes: int | None
+    n: int
+    cache_control: str
+    command: str = ""
+    launches: list[CorpusLaunch] = field(default_factory=list)
+    error: str | None = None
+
+
+def join_corpus(ledger: list[dict[str, Any]], kernels: list[KernelCounters]) -> list[CorpusLaunch]:
+    """One row per launch: the ledger's bytes (or its refusal) beside ncu's DRAM bytes."""
+    if len(ledger) != len(kernels):
+        raise NcuError(f"the ledger recorded {len(ledger)} launches but ncu profiled {len(kernels)}")
+    rows = []
+    for record, k in zip(ledger, kernels):
+        if record["kernel"] != k.kernel:
+            raise NcuError(f"launch order differs: ledger {record['kernel']}, ncu {k.kernel}")
+        measured = k.dram_bytes_read + k.dram_bytes_write
+        counted = record["uncounted"] is None
+        model = record["ledger_bytes_read"] + record["ledger_bytes_written"] if counted else None
+        rows.append(CorpusLaunch(**record, ncu_dram_bytes_read=k.dram_bytes_read,
+                                 ncu_dram_bytes_written=k.dram_bytes_write,
+                                 ratio=measured / model if model else None))
+    return rows
+
+
+def corpus_kernel_regex(shapes_file: str = CORPUS_SHAPES_FILE) -> str:
+    """ncu's ``--kernel-name`` for the corpus run: unanchored, since ncu's function names carry
+    Numba's suffix (``add_kernel[v1,cw51...](Array<float, ...>)``)."""
+    names = sorted({*SERIES_KERNELS, *(getattr(s.kernel, "py_func", None).__name__ if hasattr(s.kernel, "py_func")
+                                       else s.kernel.__name__ for s in load_shapes(shapes_file).SHAPES if s.ncu)})
+    return "regex:(" + "|".join(names) + ")"
+
+
+def collect_corpus(log2_n: int = 26, shapes_file: str = CORPUS_SHAPES_FILE, out_dir: str | None = None) -> NcuCorpus:
+    """Profile the corpus workload with the L2 kept between kernels; write ``results/<device>/ncu_corpus.json``."""
+    n = 2**log2_n
+    regex = corpus_kernel_regex(shapes_file)
+    record = NcuCorpus(what="DRAM bytes per launch (Nsight Compute, L2 kept between kernels) beside the trip "
+                            "ledger's count", metrics=list(METRICS), l2_cache_bytes=l2_bytes(), n=n,
+                       cache_control="none")
+    with tempfile.TemporaryDirectory() as tmp:
+        ledger_path = os.path.join(tmp, "ledger.json")
+        program = [sys.executable, "-m", "helpers.lab.ncu", "corpus-workload", "--log2-n", str(log2_n),
+                   "--shapes", shapes_file, "--ledger", ledger_path]
+        try:
+            if not ncu_available():
+                raise NcuError("ncu is not on PATH")
+            cmd = ncu_command(program, "none", kernel_regex=regex)
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
+                raise NcuError(f"ncu exited with {done.returncode}: " + " | ".join(tail))
+            try:
+                kernels = parse_ncu_csv(done.stdout)
+            except NcuError as exc:  # say what ncu printed instead (e.g. that no kernel matched)
+                tail = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.startswith("==")][-5:]
+                raise NcuError(f"{exc} ncu said: {' | '.join(tail) or '(nothing)'}") from None
+            with open(ledger_path) as f:
+                ledger = json.load(f)
+            record.command = " ".join(cmd[:-len(program)] + ["python3", "-m", "helpers.lab.ncu", "corpus-workload"])
+            record.launches = join_corpus(ledger, kernels)
+        except (NcuError, OSError, subprocess.TimeoutExpired, ValueError) as exc:
+            record.error = str(exc)
+    path = save(record)
+    print(f"wrote {path}")
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+        shutil.copy(path, os.path.join(out_dir, os.path.basename(path)))
+    print(corpus_table(record))
+    return record
+
+
+def load_corpus_results() -> NcuCorpus | None:
+    """The committed H200 corpus measurement, or ``None`` (with a printed note) when there is none yet."""
+    try:
+        return load(NcuCorpus)
+    except ResultError as exc:
+        print(f"note: {exc}. It is measured by scripts/gpu/22_ncu_corpus.sh.")
+        return None
+
+
+def corpus_table(record: NcuCorpus) -> str:
+    """The ledger's bytes beside ncu's DRAM bytes, in MB, one row per launch."""
+    if record.error:
+        return f"no ncu measurement: {record.error}"
+    rows = [("shape", "kernel", "ledger MB", "ncu MB", "ncu / ledger")]
+    for r in record.launches:
+        measured = (r.ncu_dram_bytes_read + r.ncu_dram_bytes_written) / 1e6
+        if r.uncounted is None:
+            model = (r.ledger_bytes_read + r.ledger_bytes_written) / 1e6
+            rows.append((r.shape, r.kernel, f"{model:.1f}", f"{measured:.1f}",
+                         f"{r.ratio:.3f}" if r.ratio is not None else "-"))
+        else:
+            rows.append((r.shape, r.kernel, "not counted", f"{measured:.1f}", "-"))
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m helpers.lab.ncu", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -412,7 +604,21 @@ def main(argv: Sequence[str] | None = None) -> None:
             p.add_argument("--ledger", required=True, help="where to write the ledger's launches (JSON)")
         else:
             p.add_argument("--modes", default="all,none", help="ncu --cache-control values to collect")
+    p = sub.add_parser("corpus", help="series kernels and corpus shapes at one large size, beside ncu")
+    p.add_argument("--log2-n", type=int, default=26, help="elements per array, as a power of two")
+    p.add_argument("--shapes", default=CORPUS_SHAPES_FILE, help="the corpus file of kernel shapes")
+    p.add_argument("--out", default=None, help="also copy the result JSON into this folder")
+    p = sub.add_parser("corpus-workload", help="(run by `corpus` under ncu)")
+    p.add_argument("--log2-n", type=int, default=26)
+    p.add_argument("--shapes", default=CORPUS_SHAPES_FILE)
+    p.add_argument("--ledger", required=True)
     args = parser.parse_args(argv)
+    if args.command == "corpus":
+        collect_corpus(args.log2_n, args.shapes, args.out)
+        return
+    if args.command == "corpus-workload":
+        corpus_workload(2**args.log2_n, args.ledger, args.shapes)
+        return
     sizes = [int(k) for k in args.log2_sizes.split(",")]
     if args.command == "workload":
 

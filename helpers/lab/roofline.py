@@ -34,8 +34,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -46,6 +44,7 @@ from numba import cuda
 
 from ..backend import is_simulator
 from ..checks import poison, random_inputs
+from ..counting.other_backend import COMPILER, OtherBackendError, run_under
 from ..counting.ptx import access_bytes, cache_dir
 from ..device import banner, sm_count
 from ..pipeline import fused_kernel, reference
@@ -613,6 +612,11 @@ def _compile_all(cc: tuple[int, int]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def compile_request(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """:func:`_compile_all` for ``request["cc"]`` (run with the real compiler by ``other_backend``)."""
+    return _compile_all(tuple(request["cc"]))
+
+
 def _cache_path(cc: tuple[int, int]) -> Path:
 
     return Path(cache_dir()) / f"roofline-{_source_fingerprint()}-sm{cc[0]}{cc[1]}.json"
@@ -624,18 +628,10 @@ def _compiled(cc: tuple[int, int]) -> dict[str, dict[str, Any]]:
     if path.exists():
         return json.loads(path.read_text())
     if is_simulator():  # numba.cuda is the simulator here: use the real compiler in a subprocess
-        code = (
-            "import json, sys, helpers.lab.roofline as r; "
-            f"json.dump(r._compile_all(({cc[0]}, {cc[1]})), sys.stdout)"
-        )
-        root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0",
-                   PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-            raise RuntimeError(f"compiling the roofline kernels to PTX failed: {last}")
-        result = json.loads(done.stdout)
+        try:
+            result = run_under(COMPILER, "helpers.lab.roofline:compile_request", {"cc": list(cc)})
+        except OtherBackendError as exc:
+            raise RuntimeError(f"compiling the roofline kernels to PTX failed: {exc}") from exc
     else:
         result = _compile_all(cc)
     path.parent.mkdir(parents=True, exist_ok=True)

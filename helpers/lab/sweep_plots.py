@@ -29,6 +29,8 @@ COLORS = {
     "numba three kernels": "#c44e52",
     "numba fused": "#4c72b0",
     "numba fused (best)": "#1f3f7a",
+    "numba three kernels + graph": "#e8a09a",
+    "numba fused + graph": "#0b1f4d",
     "numpy (CPU)": "#8c8c8c",
     "cupy ElementwiseKernel": "#55a868",
     "torch eager": "#dd8452",
@@ -190,12 +192,12 @@ def plot_speedup(sweep: Sweep) -> Figure:
 
 
 def plot_headline(sweep: Sweep) -> Figure:
-    """The README's figure: three kernels, fused and torch.compile against n, with trips and bytes."""
+    """The README's figure: three kernels, fused, fused + graph and torch.compile against n."""
     title = "three kernels or one: runtime against n"
     if not sa.has_timings(sweep):
         return _no_timings(title, sweep)
     fig, ax = plt.subplots(figsize=(8, 4.8))
-    labels = [l for l in (*PIPELINES, "torch.compile") if l in _measured(sweep)]
+    labels = [l for l in (*PIPELINES, "numba fused + graph", "torch.compile") if l in _measured(sweep)]
     draw_runtime(ax, sweep, "loop", labels=labels)
     sizes, ratio = sa.speedup(sweep, *PIPELINES, mode="loop")
     if sizes.size:

@@ -1,0 +1,183 @@
+"""The shared definitions of both counting engines: a count, a launch's arguments, and a refusal.
+
+The ledger describes each launch's arguments once, as a :class:`LaunchArgs` (names,
+which are arrays, dtypes, shapes, scalar values), and passes that record down to
+whichever engine counts the launch.  Whether a value is an array is decided here
+only (:func:`is_array`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+from typing import Any, Sequence
+
+import numpy as np
+
+
+class CannotAttribute(Exception):
+    """The static counter cannot say what a launch reads and writes (the message says why)."""
+
+
+class OutOfBounds(CannotAttribute):
+    """A thread of the launch would read or write past the end of an array (the message names it)."""
+
+
+def is_array(value: Any) -> bool:
+    """True for an array argument (NumPy, a device array, real or simulated); False for a scalar."""
+    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, np.generic)
+
+
+@dataclass(frozen=True)
+class ArgType:
+    """A picklable description of one kernel argument's Numba type."""
+
+    kind: str  # "array" or "scalar"
+    dtype: str
+    ndim: int = 0
+    layout: str = "C"
+
+    @property
+    def n_params(self) -> int:
+        """PTX parameters Numba flattens the argument into (an array: meminfo, parent, nitems, itemsize,
+        data, shape[ndim], strides[ndim])."""
+        return 5 + 2 * self.ndim if self.kind == "array" else 1
+
+    def to_numba(self) -> Any:
+        from numba import types
+
+        dtype = getattr(types, self.dtype)
+        return types.Array(dtype, self.ndim, self.layout) if self.kind == "array" else dtype
+
+
+_SCALAR_DTYPES = {bool: "boolean", int: "int64", float: "float64"}
+
+
+@dataclass(frozen=True)
+class ArgInfo:
+    """One argument of one launch: what the counters need to know about it."""
+
+    name: str
+    is_array: bool
+    dtype: str  # Numba's name: "float32", "int64", "boolean", ...
+    shape: tuple[int, ...] = ()
+    itemsize: int = 0
+    strides: tuple[int, ...] = ()
+    value: bool | int | float | None = None  # a scalar's value (known at the launch)
+
+    @property
+    def size(self) -> int:
+        return prod(self.shape) if self.is_array else 1
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    @property
+    def argtype(self) -> ArgType:
+        if self.is_array:
+            return ArgType("array", self.dtype, len(self.shape), "C")
+        return ArgType("scalar", self.dtype)
+
+    @classmethod
+    def of(cls, name: str, value: Any) -> "ArgInfo":
+        """Describe one argument value (raises ``TypeError``, naming it, for what a kernel cannot take)."""
+        if value is None:
+            raise TypeError(f"`{name}` is None: pass an array or a number")
+        if is_array(value):
+            interface = getattr(value, "__cuda_array_interface__", None)
+            try:
+                dtype = np.dtype(value.dtype)
+            except TypeError:  # e.g. a torch tensor: its CUDA array interface names the NumPy type
+                if interface is None:
+                    raise TypeError(f"`{name}` has a dtype ({value.dtype}) a kernel cannot take") from None
+                dtype = np.dtype(interface["typestr"])
+            shape = tuple(int(s) for s in value.shape)
+            strides = (tuple(int(s) for s in interface["strides"]) if interface and interface.get("strides")
+                       else _c_strides(shape, dtype.itemsize) if interface else
+                       tuple(int(s) for s in getattr(value, "strides", ())) or _c_strides(shape, dtype.itemsize))
+            return cls(name, True, _numba_name(dtype), shape, dtype.itemsize, strides)
+        if isinstance(value, np.generic):
+            dtype = np.dtype(type(value))
+            return cls(name, False, _numba_name(dtype), itemsize=dtype.itemsize, value=value.item())
+        for kind, dtype_name in _SCALAR_DTYPES.items():
+            if type(value) is kind:
+                return cls(name, False, dtype_name, itemsize=8, value=value)
+        raise TypeError(f"`{name}` is a {type(value).__name__}; a kernel takes arrays and numbers")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "is_array": self.is_array, "dtype": self.dtype, "shape": list(self.shape),
+                "itemsize": self.itemsize, "strides": list(self.strides), "value": self.value}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ArgInfo":
+        return cls(data["name"], data["is_array"], data["dtype"], tuple(data["shape"]), data["itemsize"],
+                   tuple(data["strides"]), data["value"])
+
+
+def _numba_name(dtype: np.dtype) -> str:
+    return "boolean" if dtype == np.bool_ else str(dtype)
+
+
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides, step = [], itemsize
+    for s in reversed(shape):
+        strides.append(step)
+        step *= s
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class LaunchArgs:
+    """Every argument of one launch, in order: built once (by the ledger) and passed down."""
+
+    args: tuple[ArgInfo, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def of(cls, values: Sequence[Any], names: Sequence[str] | None = None) -> "LaunchArgs":
+        if names is None:
+            names = [f"arg{i}" for i in range(len(values))]
+        if len(names) != len(values):
+            raise ValueError(f"got {len(names)} names for {len(values)} arguments")
+        return cls(tuple(ArgInfo.of(name, value) for name, value in zip(names, values)))
+
+    @property
+    def names(self) -> list[str]:
+        return [a.name for a in self.args]
+
+    def arrays(self) -> list[tuple[int, ArgInfo]]:
+        """(index, argument) for every array argument."""
+        return [(i, a) for i, a in enumerate(self.args) if a.is_array]
+
+    @property
+    def argtypes(self) -> tuple[ArgType, ...]:
+        return tuple(a.argtype for a in self.args)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [a.to_json() for a in self.args]
+
+    @classmethod
+    def from_json(cls, data: list[dict[str, Any]]) -> "LaunchArgs":
+        return cls(tuple(ArgInfo.from_json(d) for d in data))
+
+
+@dataclass
+class Traffic:
+    """Bytes one launch read from and wrote to each array argument: the count both engines produce."""
+
+    kernel: str
+    method: str  # "ptx" or "simulator"
+    read: dict[str, int] = field(default_factory=dict)
+    written: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(self.read.values())
+
+    @property
+    def bytes_written(self) -> int:
+        return sum(self.written.values())
+
+    def per_array(self) -> dict[str, tuple[int, int]]:
+        """``{array: (bytes read, bytes written)}`` for every array argument."""
+        return {name: (self.read.get(name, 0), self.written.get(name, 0)) for name in {**self.read, **self.written}}

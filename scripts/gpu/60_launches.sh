@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Notebook 09's measurement (launches cost too): CUDA graphs beside fusion.
+#   python -m helpers.lab.launches: host time per launch against array arguments (0..5,
+#      lazy and explicit signature) and {three kernels, fused} x {direct, graph} beside CuPy,
+#      torch eager and torch.compile (default and reduce-overhead), every variant checked first.
+# Writes results/h200/launches.json, launches_arguments.png, launches_two_by_two.png (also to $OUT).
+# About 3 minutes on an H200 (at most 100 + 55 + 60 s; tests/test_graphs.py runs in the pytest phase).  Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/60_launches.sh
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+SIZES=${LAUNCH_SIZES:-'2^10..2^28:2'}  # every other power of two
+python3 -c "import helpers; helpers.start()"
+# Numba, CuPy and torch eager first; each torch.compile mode in a process of its own, merged into
+# the same result, so that one that fails or hangs cannot take the other measurements with it.
+timeout 100 python3 -m helpers.lab.launches --sizes "$SIZES" --repeats 20 --impl three,fused,three-graph,fused-graph,best-graph,cupy,torch
+rc=$?
+timeout 55 python3 -m helpers.lab.launches --sizes "$SIZES" --repeats 20 --impl compile --merge --no-plots
+echo "torch.compile default: rc=$?"
+timeout 60 python3 -m helpers.lab.launches --sizes "$SIZES" --repeats 20 --impl compile-ro --merge
+echo "torch.compile reduce-overhead: rc=$?"
+if [ -n "${OUT:-}" ]; then mkdir -p "$OUT"; cp results/h200/launches*.json results/h200/launches*.png "$OUT"/ 2>/dev/null; fi
+exit $rc

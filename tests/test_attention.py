@@ -1,0 +1,142 @@
+"""Attention: both pipelines against float64, causal masking, counts and memory footprint."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from helpers import attention as at
+from helpers import softmax as sm
+from helpers.checks import poisoned
+from helpers.lab import reductions
+
+
+def qkv(heads, length, d):
+    rng = np.random.default_rng()
+    return [rng.standard_normal((heads, length, d)).astype(np.float32) for _ in range(3)]
+
+
+def error(got, ref):
+    return np.max(np.abs(got - ref)) / np.max(np.abs(ref))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_matches_float64(causal):
+    q, k, v = qkv(2, 37, 8)  # 37 keys: not a multiple of the 16-row tiles
+    out = poisoned(2 * 37 * 8).reshape(2, 37, 8)
+    at.run_fused(*(cuda.to_device(a) for a in (q, k, v)), out, causal=causal)
+    got = out.copy_to_host()
+    assert not np.isnan(got).any()
+    assert error(got, at.reference(q, k, v, causal)) < 1e-4
+
+
+def test_causal_row_zero_is_v_row_zero():
+    q, k, v = qkv(1, 20, 4)
+    out = poisoned(80).reshape(1, 20, 4)
+    at.run_fused(*(cuda.to_device(a) for a in (q, k, v)), out, causal=True)
+    assert np.allclose(out.copy_to_host()[0, 0], v[0, 0], rtol=1e-6)
+
+
+def test_unfused_matches_float64():
+    q, k, v = qkv(1, 21, 8)
+    s, p = at.unfused_buffers(1, 21)
+    out = poisoned(21 * 8).reshape(1, 21, 8)
+    at.run_unfused(*(cuda.to_device(a) for a in (q, k, v)), s, p, out)
+    assert error(out.copy_to_host(), at.reference(q, k, v)) < 1e-4
+
+
+def test_counts_scores_and_probabilities_round_trip():
+    unfused, fused = sm.count_in_simulator(at.count_ledgers, heads=1, length=20, d=8)
+    assert unfused.round_trips == ["s", "p"]
+    assert unfused.bytes_by_array["s"] == unfused.bytes_by_array["p"] == 2 * 4 * 20 * 20  # written once, read once
+    assert "s" not in fused.bytes_by_array and fused.trips == 2
+    assert fused.bytes_by_array["out"] == 4 * 20 * 8 and fused.bytes_by_array["q"] == 4 * 20 * 8
+    assert fused.bytes_moved < unfused.bytes_moved
+
+
+def test_footprint_grows_as_l_squared_only_unfused():
+    small, large = at.footprint(64, 1024, 64), at.footprint(64, 4096, 64)
+    assert large.unfused_scratch == 16 * small.unfused_scratch
+    assert large.inputs_and_output == 4 * small.inputs_and_output
+    assert large.fused_scratch == small.fused_scratch == 0
+
+
+def test_bad_input_is_refused():
+    q = cuda.to_device(np.zeros((1, 8, 4), np.float32))
+    with pytest.raises(ValueError, match="one shape"):
+        at.run_fused(q, q, q, poisoned(64).reshape(1, 8, 8))
+    with pytest.raises(ValueError, match=r"\(heads, L, d\)"):
+        at.run_fused(poisoned(8), q, q, q)
+    with pytest.raises(ValueError, match="multiple of 4"):
+        at.flash_kernel(6, at.default_config(), False)
+
+
+FLOAT32_ONLY = r'''
+import re
+import helpers
+from numba import cuda, float32, boolean
+from helpers import attention as at, softmax as sm, optim as op
+A, M, V, s = float32[:, :, ::1], float32[:, ::1], float32[::1], float32
+kernels = [(at.make_flash_attention_kernel(64, 64, 64, True), (A, A, A, A, s)), (at.scores_kernel, (A, A, M, s, boolean)),
+           (at.weighted_sum_kernel, (M, A, A)), (sm.make_softmax_kernel(1000, 128), (M, M)),
+           (sm.online_softmax_kernel, (M, M)), (sm.row_max_kernel, (M, V)), (sm.subtract_exp_kernel, (M, V, M)),
+           (sm.row_sum_kernel, (M, V)), (sm.divide_kernel, (M, V, M)), (op.adamw_kernel, (V, V, V, V) + (s,) * 7),
+           (sm.make_pipelined_softmax_kernel(1000, 128), (M, M))]
+for kernel, sig in kernels:
+    ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0))
+    print(kernel.py_func.__name__, len(re.findall(r"\.f64\b", ptx)))
+'''
+
+
+def test_kernels_compile_to_float32_arithmetic_only():
+    """A bare -math.inf or 0 in a kernel makes Numba compute in float64, several times slower on a GPU."""
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", PYTHONPATH=root)
+    done = subprocess.run([sys.executable, "-c", FLOAT32_ONLY], capture_output=True, text=True, env=env, timeout=300)
+    if done.returncode != 0 and "NVVM" in done.stderr:
+        pytest.skip("no NVVM to compile PTX with")
+    assert done.returncode == 0, done.stderr[-2000:]
+    counts = dict(line.split() for line in done.stdout.strip().splitlines())
+    assert len(counts) == 11
+    assert all(n == "0" for n in counts.values()), f"float64 instructions in: {counts}"
+
+
+def test_attention_claims_from_the_numbers():
+    row = {"length": 4096, "flops": 2.75e11, "measured": [
+        {"name": "numba fused q64/k64", "median_ms": 10.0}, {"name": "numba fused q128/k64", "median_ms": 8.0},
+        {"name": "numba unfused (S, P in memory)", "median_ms": 80.0},
+        {"name": "torch naive fp32 (TF32 off)", "median_ms": 12.0}]}
+    claims = reductions.attention_claims({"peak_fp32_flops": 6.7e13, "rows": [row]}, {"length": 4096, "heads": 16, "ratio": 25.0})
+    assert "unfused Numba pipeline at L = 4096: yes, 10.00x" in claims[0]
+    assert "naive torch fp32 at L = 4096: yes, 1.50x" in claims[1]
+    assert "51% of the FP32 peak" in claims[2]
+    assert claims[3].endswith("yes, 25x")
+
+
+@pytest.mark.parametrize("length, d", [(20, 8), (37, 4)])
+def test_predicted_traffic_is_the_simulator_count(length, d):
+    unfused, fused = sm.count_in_simulator(at.count_ledgers, heads=1, length=length, d=d)
+    predicted = at.predicted_traffic(1, length, d)
+    assert unfused.bytes_by_array == predicted.unfused
+    assert fused.bytes_by_array == predicted.fused
+
+
+@pytest.mark.parametrize("config", [at.FlashConfig(16, 16, 4, 1), at.FlashConfig(16, 16, 2, 4), at.FlashConfig(32, 16, 4, 2)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_every_block_shape_matches_float64(config, causal):
+    q, k, v = qkv(2, 33, 8)
+    out = poisoned(2 * 33 * 8).reshape(2, 33, 8)
+    at.run_fused(*(cuda.to_device(a) for a in (q, k, v)), out, causal=causal, config=config)
+    got = out.copy_to_host()
+    assert not np.isnan(got).any() and error(got, at.reference(q, k, v, causal)) < 1e-4
+
+
+def test_impossible_block_shapes_are_refused():
+    with pytest.raises(ValueError, match="split evenly"):
+        at.flash_kernel(8, at.FlashConfig(48, 16, 4, 2), False)
+    with pytest.raises(ValueError, match="keys_per_step"):
+        at.flash_kernel(8, at.FlashConfig(16, 16, 4, 3), False)

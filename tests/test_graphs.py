@@ -1,0 +1,290 @@
+"""CUDA graphs (helpers.graphs) and the launches measurement (helpers.lab.launches).
+
+In the simulator: launches are checked before capture (host arrays refused), capture
+says graphs need a GPU, nothing is timed, the ledger counts the launches a graph
+would record, and the measurement's record and claims behave.  On a GPU: capture,
+replay, bitwise equality with direct launches, feeding new inputs, refusals.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import helpers
+from helpers import graphs, results
+from helpers.checks import check_close, random_inputs
+from helpers.lab import launches
+from helpers.ledger import Ledger
+from helpers.pipeline import add_kernel, reference, run_fused, run_three_kernels
+
+on_gpu = pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU")
+in_simulator = pytest.mark.skipif(not helpers.is_simulator(), reason="simulator behaviour")
+
+N = 300  # small: the simulator runs a few thousand threads per second; not a multiple of the block
+
+
+def _arrays(n: int = N) -> tuple:
+    a, b, c = (cuda.to_device(x) for x in random_inputs(n))
+    t1, t2, out = (cuda.device_array(n, np.float32) for _ in range(3))
+    return a, b, c, t1, t2, out
+
+
+def test_check_capturable_refuses_host_arrays_and_hints_and_accepts_device_arrays():
+    a, b, *_ = _arrays(8)
+    host = np.ones(8, np.float32)
+    graphs.check_capturable("add_kernel", (a, b, np.float32(2.0), 3))  # device arrays and scalars: fine
+    with pytest.raises(graphs.NotCapturable, match=r"argument 2 of add_kernel is a host NumPy array.*cuda.to_device"):
+        graphs.check_capturable("add_kernel", (a, host))
+    for hint in (cuda.In, cuda.Out, cuda.InOut):
+        with pytest.raises(graphs.NotCapturable, match=rf"cuda.{hint.__name__} hint"):
+            graphs.check_capturable("k", (hint(host),))
+
+
+def test_a_host_array_is_refused_before_anything_is_recorded():
+    a, b, c, t1, t2, out = _arrays()
+    host_b = np.ones(N, np.float32)
+    pipeline = launches.three_pipeline(a, host_b, c, np.float32(2.0), t1, t2, out)
+    with pytest.raises(graphs.NotCapturable, match="argument 2 of add_kernel is a host NumPy array"):
+        graphs.capture(pipeline)
+
+
+@in_simulator
+def test_capture_in_the_simulator_checks_the_launches_then_says_graphs_need_a_gpu():
+    a, b, c, t1, t2, out = _arrays()
+    out.copy_to_device(np.full(N, np.nan, np.float32))
+    with pytest.raises(graphs.GraphsNeedGPU, match=r"need a GPU.*3 launches \(add_kernel, multiply_kernel, scale_kernel\)"):
+        graphs.capture(launches.three_pipeline(a, b, c, np.float32(2.0), t1, t2, out))
+    assert np.isnan(out.copy_to_host()).all(), "checking the launches must not run them"
+    with pytest.raises(graphs.GraphsNeedGPU):
+        graphs.default_stream()
+
+
+@in_simulator
+def test_timing_in_the_simulator_gives_no_number_and_says_why(capsys):
+    assert graphs.time_calls(lambda: None, None) is None
+    assert "need a GPU" in capsys.readouterr().out
+
+
+def test_the_ledger_counts_the_launches_a_graph_records_as_the_direct_launches():
+    a, b, c, t1, t2, out = _arrays()
+    with Ledger("direct three") as direct_three:
+        run_three_kernels(a, b, c, 2.0, t1, t2, out)
+    with Ledger("direct fused") as direct_fused:
+        run_fused(a, b, c, 2.0, out)
+    three = graphs.counted(launches.three_pipeline(a, b, c, np.float32(2.0), t1, t2, out), "three kernels")
+    fused = graphs.counted(launches.fused_pipeline(a, b, c, np.float32(2.0), out), "fused")
+    assert (three.trips, three.bytes_per_element()) == (direct_three.trips, direct_three.bytes_per_element())
+    assert (fused.trips, fused.bytes_per_element()) == (direct_fused.trips, direct_fused.bytes_per_element())
+    assert len(three.launches) == 3 * len(fused.launches)
+    assert three.round_trips() == ["t1", "t2"] and fused.round_trips() == []
+
+
+def test_the_measurement_checks_every_variant_and_its_record_reads_back():
+    sizes = [100, 300] if helpers.is_simulator() else [2**10, 2**12]
+    record = launches.run(sizes, list(launches.FACTORIES)[:4], repeats=3, arguments=False, progress=False)
+    ok = {v.label for v in record.variants if v.status == "ok"}
+    assert {launches.DIRECT_THREE, launches.DIRECT_FUSED} <= ok
+    checked = {(c.variant, c.n) for c in record.checks if c.passed}
+    assert all((label, n) in checked for label in ok for n in [*sizes, max(sizes) - 3])
+    assert all(c.poisoned for c in record.checks)
+    if helpers.is_simulator():
+        assert not record.timings and record.simulated
+        graph_rows = [v for v in record.variants if v.graph]
+        assert graph_rows and all(v.status == "absent" and "need a GPU" in v.reason for v in graph_rows)
+    else:
+        assert {launches.GRAPH_THREE, launches.GRAPH_FUSED} <= ok and record.timed(launches.GRAPH_FUSED, sizes[0])
+    assert record.pipelines["three kernels"].bytes_per_element == 2 * record.pipelines["fused"].bytes_per_element
+    again = results.from_json(launches.LaunchesRun, results.to_json(record))
+    assert again.checks == record.checks and again.pipelines == record.pipelines
+
+
+def _timed(label: str, n: int, ms: float, host_us: float = 5.0) -> launches.Timed:
+    return launches.Timed(label, n, [host_us] * 3, [ms] * 3, [ms] * 3, burst=10, hold_us=200.0)
+
+
+def _record(times: dict[str, list[float]], sizes: list[int]) -> launches.LaunchesRun:
+    record = launches.LaunchesRun(simulated=False, note="made up for a test of the claim logic",
+                                  settings=launches.Settings(sizes, 3, 50, 10, 1024))
+    record.variants = [launches.Variant(label, "fused", 1, False) for label in times]
+    record.timings = [_timed(label, n, ms) for label, row in times.items() for n, ms in zip(sizes, row)]
+    return record
+
+
+def test_the_claims_follow_the_data_both_ways():
+    sizes = [2**10, 2**28]
+    good = _record({launches.GRAPH_FUSED: [0.005, 1.0], launches.DIRECT_THREE: [0.08, 2.7],
+                    launches.GRAPH_THREE: [0.01, 2.7], "cupy ElementwiseKernel": [0.011, 1.3]}, sizes)
+    lines = {c.claim: c for c in launches.claims(good)}
+    assert lines["fused + graph takes no more time than CuPy's one launch at 2^10"].holds is True
+    assert lines["fused + graph is no slower than cupy ElementwiseKernel at every n from 2^10 to 2^28"].holds is True
+    assert lines["a graph makes the three kernels >= 3x faster at 2^10"].holds is True
+    bad = _record({launches.GRAPH_FUSED: [0.02, 1.0], "cupy ElementwiseKernel": [0.011, 0.9]}, sizes)
+    claim = next(c for c in launches.claims(bad) if "no slower than cupy" in c.claim)
+    assert claim.holds is False and "2^10, 2^28" in claim.note
+    assert "no, " in claim.line()
+
+
+def test_sizes_parse_and_bad_sizes_are_named():
+    assert launches.parse_sizes("2^10..2^14:2,1000") == [1000, 1024, 4096, 16384]
+    for bad in ("2^x", "0", "2^14..2^10", "2^40"):
+        with pytest.raises(ValueError):
+            launches.parse_sizes(bad)
+    assert "compile-ro" in launches.build_parser().format_help()
+
+
+def test_the_committed_result_reads_back_when_present():
+    path = results.path_of(launches.LaunchesRun)
+    if not path.exists():
+        pytest.skip(f"{path} not committed yet")
+    record = results.load(launches.LaunchesRun)
+    assert record.complete and not record.simulated and record.argument_costs
+    assert all(c.passed for c in record.checks)
+    assert {launches.GRAPH_THREE, launches.GRAPH_FUSED} <= set(record.measured())
+    assert all(record.bitwise.values()) and record.bitwise
+
+
+# --- on a GPU ---------------------------------------------------------------------------------
+
+
+@on_gpu
+def test_a_replay_is_bitwise_the_direct_launches_and_takes_new_inputs_by_copy():
+    a, b, c, t1, t2, out = _arrays()
+    direct = cuda.device_array(N, np.float32)
+    s = np.float32(2.5)
+    launches.three_pipeline(a, b, c, s, t1, t2, direct)(0)
+    graph = graphs.capture(launches.three_pipeline(a, b, c, s, t1, t2, out))
+    out.copy_to_device(np.full(N, np.nan, np.float32))
+    cuda.synchronize()
+    graph.run()
+    assert np.array_equal(out.copy_to_host(), direct.copy_to_host())
+    new = random_inputs(N)
+    for device_array, host in zip((a, b, c), new):
+        graph.copy_into(device_array, host)
+    graph.run()
+    check_close(out, reference(*new, s))
+    with pytest.raises(ValueError, match="capture again"):
+        graph.copy_into(a, np.ones(N + 1, np.float32))
+    assert [launch.kernel for launch in graph.launches] == ["add_kernel", "multiply_kernel", "scale_kernel"]
+    graph.close()
+
+
+@on_gpu
+def test_a_launch_on_another_stream_is_refused_and_the_stream_stays_usable():
+    a, b, c, t1, t2, out = _arrays()
+    with pytest.raises(graphs.NotCapturable, match="another stream"):
+        graphs.capture(lambda stream: add_kernel[2, 256](a, b, t1), warm_up=False)
+    with pytest.raises(graphs.NotCapturable, match="host NumPy array"):
+        graphs.capture(lambda stream: add_kernel[2, 256, stream](a, np.ones(N, np.float32), t1), warm_up=False)
+    graph = graphs.capture(launches.fused_pipeline(a, b, c, np.float32(2.0), out), warm_up=False)
+    graph.run()
+    check_close(out, reference(*(x.copy_to_host() for x in (a, b, c)), 2.0))
+    # code that takes no stream (a library launcher) is recorded when asked to adopt the default stream
+    out.copy_to_device(np.full(N, np.nan, np.float32))
+    adopted = graphs.capture(lambda stream: run_fused(a, b, c, 3.0, out), adopt_default_stream=True)
+    out.copy_to_device(np.full(N, np.nan, np.float32))
+    adopted.run()
+    check_close(out, reference(*(x.copy_to_host() for x in (a, b, c)), 3.0))
+    assert [launch.kernel for launch in adopted.launches] == ["fused_kernel"]
+
+
+@on_gpu
+def test_replays_are_timed_on_their_stream():
+    a, b, c, t1, t2, out = _arrays(1024)
+    graph = graphs.capture(launches.three_pipeline(a, b, c, np.float32(2.0), t1, t2, out))
+    timing = graphs.time_calls(graph.replay, graph.stream, repeats=5, burst=20)
+    assert timing is not None and timing.host_median_us > 0 and timing.gpu_median_ms > 0 and timing.loop_median_ms > 0
+    assert len(timing.gpu_ms) == 5 and timing.hold_us >= graphs.MIN_HOLD_US
+
+
+class _FakeEvent:
+    def __init__(self, log: list[str]) -> None:
+        import time
+
+        self.at = time.perf_counter()
+        log.append("record")
+
+    def sync(self) -> None:
+        pass
+
+    def __sub__(self, other: _FakeEvent) -> float:
+        return (self.at - other.at) * 1e3
+
+
+class _FakeStream:
+    """Stands in for a cuda.core stream: logs what the timer asks of it."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    def sync(self) -> None:
+        self.log.append("sync")
+
+    def record(self, options: object = None) -> _FakeEvent:
+        assert options == "timing on"
+        return _FakeEvent(self.log)
+
+
+class _FakeHold:
+    def __init__(self, stream: _FakeStream) -> None:
+        self.stream = stream
+
+    def __getitem__(self, config: tuple) -> object:
+        assert config[2] is self.stream, "the hold must go on the stream being timed"
+        return lambda iterations: self.stream.log.append(f"hold {iterations}")
+
+
+def test_the_replay_timer_holds_the_stream_it_times_and_keeps_every_sample(monkeypatch):
+    stream = _FakeStream()
+    calls = []
+    monkeypatch.setattr(graphs, "is_simulator", lambda: False)
+    monkeypatch.setattr(graphs, "timing_event_options", lambda: "timing on")
+    monkeypatch.setattr(graphs, "us_per_hold_iteration", lambda: 1.0)
+    monkeypatch.setattr(graphs, "_hold_kernel", lambda: _FakeHold(stream))
+    timing = graphs.time_calls(lambda: calls.append(stream.log.append("call")), stream, repeats=4, warmup=2, burst=3)
+    assert len(timing.host_us) == 9 and len(timing.loop_ms) == 4 and len(timing.gpu_ms) == 4
+    assert len(calls) == 2 + 9 * 3 + 4 + 4
+    holds = [entry for entry in stream.log if entry.startswith("hold")]
+    assert len(holds) == 4 and timing.hold_us >= graphs.MIN_HOLD_US
+    # in the GPU-time repeats the hold comes first, then the start event, the call, the end event
+    assert stream.log[-4].startswith("hold") and stream.log[-3:] == ["record", "call", "record"]
+
+
+@on_gpu
+def test_without_the_check_numba_fails_inside_the_capture_on_a_host_array():
+    """What the check spares a learner: Numba's implicit copy cannot run on a capturing stream."""
+    a, b, c, t1, t2, out = _arrays()
+    stream = graphs.default_stream()
+    builder = stream.create_graph_builder()
+    builder.begin_building()
+    try:
+        with pytest.raises(Exception, match="capturing stream|capture"):
+            add_kernel[2, 256, builder](np.ones(N, np.float32), b, t1)
+    finally:
+        builder.end_building()
+    graph = graphs.capture(launches.fused_pipeline(a, b, c, np.float32(2.0), out))  # the stream still works
+    graph.run()
+    check_close(out, reference(*(x.copy_to_host() for x in (a, b, c)), 2.0))
+
+
+@on_gpu
+def test_a_one_dimensional_array_becomes_seven_kernel_parameters():
+    """Notebook 09 says so when it explains where a launch's host time goes."""
+    x = cuda.device_array(8, np.float32)
+    launches.args1[1, 8](x)
+    cuda.synchronize()
+    kernel = next(iter(launches.args1.overloads.values()))
+    params: list = []
+    kernel._prepare_args(kernel.argument_types[0], x, 0, [], params)
+    assert len(params) == 7
+
+
+def test_a_second_run_merges_its_variants_into_the_first():
+    sizes = [2**10, 2**28]
+    first = _record({launches.GRAPH_FUSED: [0.005, 1.0], "cupy ElementwiseKernel": [0.011, 0.9]}, sizes)
+    second = _record({"torch.compile": [0.07, 0.95], "cupy ElementwiseKernel": [0.012, 1.3]}, sizes)
+    merged = launches.merge(first, second)
+    assert merged.measured() == [launches.GRAPH_FUSED, "torch.compile", "cupy ElementwiseKernel"]
+    assert merged.median("cupy ElementwiseKernel", 2**28) == 1.3  # measured again: the new rows replace the old
+    assert any("torch.compile" in c.claim for c in merged.claims)

@@ -1,0 +1,97 @@
+"""AdamW: fused and unfused steps against float64, counted trips, settings checked."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from helpers import optim as op
+from helpers.lab import reductions
+from helpers.ledger import Ledger
+
+
+def state(n):
+    rng = np.random.default_rng()
+    return (rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32),
+            (rng.standard_normal(n) * 0.1).astype(np.float32), (rng.random(n) * 0.01).astype(np.float32))
+
+
+def close(got, want):
+    return np.max(np.abs(got - want)) / np.max(np.abs(want)) < 1e-6
+
+
+@pytest.mark.parametrize("version", ["fused", "unfused"])
+def test_step_matches_float64(version):
+    p, g, m, v = state(300)
+    opt = op.AdamW(lr=1e-2)
+    want = op.reference(p, g, m, v, opt, step=3)
+    dp, dg, dm, dv = (cuda.to_device(a) for a in (p, g, m, v))
+    if version == "fused":
+        op.run_fused(dp, dg, dm, dv, opt, 3)
+    else:
+        op.run_unfused(dp, dg, dm, dv, cuda.device_array(300, np.float32), opt, 3)
+    for got, ref in zip((dp, dm, dv), want):
+        assert close(got.copy_to_host(), ref)
+
+
+def test_list_of_tensors_is_the_flat_buffer():
+    sizes = [5, 40, 300]
+    p, g, m, v = state(sum(sizes))
+    opt = op.AdamW()
+    flat = [cuda.to_device(a) for a in (p, g, m, v)]
+    op.run_fused(*flat, opt, 1)
+    pieces = [cuda.to_device(a) for a in (p, g, m, v)]
+    edges = np.r_[0, np.cumsum(sizes)]
+    views = [[a[edges[i]:edges[i + 1]] for i in range(len(sizes))] for a in pieces]
+    op.run_fused_list(*views, opt, 1)
+    for a, b in zip(flat, pieces):
+        assert np.array_equal(a.copy_to_host(), b.copy_to_host())
+
+
+def test_counts():
+    n = 300
+    dp, dg, dm, dv = (cuda.to_device(a) for a in state(n))
+    denom = cuda.device_array(n, np.float32)
+    opt = op.AdamW()
+    with Ledger("unfused") as unfused:
+        op.run_unfused(dp, dg, dm, dv, denom, opt, 1)
+    with Ledger("fused") as fused:
+        op.run_fused(dp, dg, dm, dv, opt, 1)
+    assert (len(fused.launches), fused.trips, fused.bytes_per_element()) == (1, 2, 28)
+    assert len(unfused.launches) == 8 and unfused.trips == 16
+    assert unfused.bytes_per_element() == 80
+    assert set(unfused.round_trips()) >= {"p", "m", "v", "denom"}
+
+
+def test_bad_settings_and_steps():
+    with pytest.raises(ValueError, match="beta1"):
+        op.AdamW(beta1=1.0)
+    with pytest.raises(ValueError, match="steps count from 1"):
+        op.AdamW().scalars(0)
+    with pytest.raises(ValueError):
+        op.mixed_sizes(10, 100)
+
+
+def test_mixed_sizes_span_orders_of_magnitude():
+    sizes = op.mixed_sizes(200, 2**26)
+    assert len(sizes) == 200 and max(sizes) / min(sizes) > 100
+    assert abs(sum(sizes) - 2**26) < 2**26 * 0.01
+
+
+def test_adamw_claims_from_the_numbers():
+    def record(ours, theirs):
+        return {"rows": [{"case": "one tensor", "tensors": 1, "measured": [
+            {"name": "numba fused (one launch per tensor)", "median_ms": ours},
+            {"name": "torch AdamW fused=True", "median_ms": theirs}]}]}
+
+    assert reductions.adamw_claims(record(0.52, 0.5))[0].endswith("yes, 1.04x its time")
+    assert reductions.adamw_claims(record(0.6, 0.5))[0].endswith("no, 1.20x its time")
+
+
+def test_launch_story_from_the_numbers():
+    record = {"rows": [{"case": "list", "tensors": 201, "bytes_fused": 28 * 201 * 1000, "measured": [
+        {"name": "numba fused (one launch per tensor)", "median_ms": 2.5},
+        {"name": "numba fused, one launch over a flat buffer", "median_ms": 0.5},
+        {"name": "numba unfused (8 launches per tensor)", "median_ms": 20.0}]}]}
+    lines = reductions.adamw_launches(record)
+    assert "each extra launch costs about 10.0 µs" in lines[0]
+    assert "1608 launches (unfused): 20.000 ms, 40x" in lines[1]

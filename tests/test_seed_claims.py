@@ -1,0 +1,60 @@
+"""The seed-claims measurement: ncu CSV parsing, stall ranking, Triton excerpt, JSON round trip."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.lab import seed_claims as sc
+
+CSV = '''==PROF== Connected to process
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","1","python","h","add_kernel","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0","Command line profiler metrics","sm__throughput.avg.pct_of_peak_sustained_elapsed","%","12.5"
+"0","1","python","h","add_kernel","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0","Command line profiler metrics","dram__throughput.avg.pct_of_peak_sustained_elapsed","%","88.0"
+"0","1","python","h","add_kernel","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","ns","2,000"
+"0","1","python","h","add_kernel","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0","Command line profiler metrics","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio","","30"
+"0","1","python","h","add_kernel","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0","Command line profiler metrics","smsp__average_warps_issue_stalled_wait_per_issue_active.ratio","","10"
+"1","1","python","h","fused_kernel","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0","Command line profiler metrics","sm__throughput.avg.pct_of_peak_sustained_elapsed","%","n/a"
+'''
+
+
+def test_parse_and_use():
+    rows = sc.parse_metrics_csv(CSV)
+    assert [r["kernel"] for r in rows] == ["add_kernel", "fused_kernel"]
+    use = sc.kernel_use(rows[0]["kernel"], 1024, rows[0]["metrics"])
+    assert use.sm_throughput_pct == 12.5 and use.dram_throughput_pct == 88.0 and use.duration_us == 2.0
+    assert use.top_stall() == ("long_scoreboard", pytest.approx(0.75))
+    fused = sc.kernel_use("fused_kernel", 1024, rows[1]["metrics"])
+    assert fused.sm_throughput_pct is None and fused.top_stall() is None
+
+
+def test_parse_rejects_output_without_csv():
+    with pytest.raises(RuntimeError, match="CSV header"):
+        sc.parse_metrics_csv("==PROF== nothing profiled")
+
+
+def test_triton_excerpt_keeps_only_the_kernel():
+    module = "import triton\n\n@triton.jit\ndef triton_poi_0(in_ptr0, xnumel):\n    x = 1\n\ndef call(args):\n    pass\n"
+    assert sc.triton_kernel_excerpt(module) == "@triton.jit\ndef triton_poi_0(in_ptr0, xnumel):\n    x = 1"
+
+
+def test_lanes_need_a_gpu():
+    with pytest.raises(RuntimeError, match="simulator"):
+        sc.count_lanes()
+
+
+def test_round_trip_and_table(tmp_path):
+    claims = sc.SeedClaims(
+        lanes=sc.LaneCount(132, [9, 0], 128, 16896),
+        kernels=[sc.kernel_use("add_kernel", 1024, sc.parse_metrics_csv(CSV)[0]["metrics"])],
+        ncu_metrics=list(sc.THROUGHPUT_METRICS),
+        compile=sc.CompileFusion(1024, 3, 1, ["triton_poi_fused_0"], "@triton.jit", 4.8e-7, False, 0.0, "2.9", "3.4"),
+        errors={"x": "why"},
+    )
+    sc.save(claims, tmp_path)
+    back = sc.load(tmp_path)
+    assert back.provenance is not None and back.provenance.backend == "simulator"
+    back.provenance = claims.provenance
+    assert back == claims
+    text = sc.table(back)
+    assert "132 SMs x 128 FP32 lanes per SM = 16,896" in text and "torch.compile launches 1" in text
+    assert "x not measured" in text and "long_scoreboard (75% of stalls)" in text
