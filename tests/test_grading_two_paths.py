@@ -81,7 +81,11 @@ def _definitions_only(source: str) -> bool:
     except SyntaxError:
         return False
     kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
-    return bool(tree.body) and all(isinstance(node, kinds) for node in tree.body)
+
+    def definition(node: ast.stmt) -> bool:  # a definition, or a constant such as MAX_PARTIALS = 1024
+        return isinstance(node, kinds) or (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant))
+
+    return bool(tree.body) and all(definition(node) for node in tree.body)
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=[p.stem for p in SOURCES])
