@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 import helpers
 from helpers.checks import CheckFailed
 from helpers.lab import bench, sweep_plots
+from helpers.lab.device_checks import poison_on_device
 from helpers.lab import sweep_analysis as sa
 from helpers.lab import sweep_plots as sp
 from helpers.lab.sweep_record import (
@@ -143,7 +144,7 @@ def _half_written(pool):
         a, b, c, _, _, out = pool.views(n)
         half = n // 2
         return bench.Case(lambda: fused_kernel[bench.blocks_for(half), 256](a[:half], b[:half], c[:half], pool.s, out[:half]),
-                          lambda: out, lambda: bench._poison(out), pool.expected[:n])
+                          lambda: out, lambda: poison_on_device(out), pool.expected[:n])
 
     return case
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import math
 import os
 import re
 import statistics
@@ -37,10 +36,18 @@ from tqdm.auto import tqdm
 
 from .. import graphs
 from ..backend import is_simulator
-from ..checks import CheckFailed, check_close, default_tolerance, random_inputs
+from ..checks import CheckFailed, default_tolerance, random_inputs
 from ..device import device_name, l2_bytes, sm_count
 from ..ledger import Ledger
-from ..pipeline import add_kernel, fused_kernel, multiply_kernel, reference, run_fused, run_three_kernels, scale_kernel
+from ..pipeline import (
+    add_kernel,
+    fused_kernel,
+    multiply_kernel,
+    reference,
+    run_fused,
+    run_three_kernels,
+    scale_kernel,
+)
 from ..results import Claim, save
 from ..sizes import BLOCK_SIZE, blocks_for
 from ..timing import (
@@ -55,6 +62,7 @@ from ..timing import (
 )
 from . import roofline, sweep_plots
 from . import sweep_analysis as sa
+from .device_checks import check_on_device, poison_on_device
 from .sweep_record import (
     ImplementationInfo,
     LauncherCost,
@@ -97,22 +105,6 @@ class Unavailable(RuntimeError):
 
 
 @cuda.jit
-def _fill_nan(out):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = math.nan
-
-
-@cuda.jit
-def _count_mismatches(got, expected, rtol, count):
-    i = cuda.grid(1)
-    if i < got.size:
-        e = expected[i]
-        if not abs(got[i] - e) <= rtol * abs(e):  # NaN (an unwritten element) fails too
-            cuda.atomic.add(count, 0, 1)
-
-
-@cuda.jit
 def _read_all(buffer, sink):
     """Read every element (grid-stride): evicts other data from L2 and leaves only clean lines."""
     total = 0.0
@@ -120,12 +112,6 @@ def _read_all(buffer, sink):
         total += buffer[i]
     if total == -1.0:  # never true for the zero-filled buffer; stops the reads being removed
         sink[0] = total
-
-
-def _poison(*arrays: Any) -> None:
-    """Fill device arrays with NaN on the device (no host copy, even at 2^28)."""
-    for array in arrays:
-        _fill_nan[blocks_for(array.size), BLOCK_SIZE](array)
 
 
 # --- implementations ------------------------------------------------------------------
@@ -185,7 +171,7 @@ def _numba_three(pool: Pool) -> Callable[[int], Case]:
             multiply_kernel[blocks, BLOCK_SIZE](t1, c, t2)
             scale_kernel[blocks, BLOCK_SIZE](t2, s, out)
 
-        return Case(run, lambda: out, lambda: _poison(t1, t2, out), pool.expected[:n])
+        return Case(run, lambda: out, lambda: poison_on_device(t1, t2, out), pool.expected[:n])
 
     return case
 
@@ -195,7 +181,7 @@ def _numba_fused(pool: Pool) -> Callable[[int], Case]:
         a, b, c, _, _, out = pool.views(n)
         blocks, s = blocks_for(n), pool.s
         return Case(lambda: fused_kernel[blocks, BLOCK_SIZE](a, b, c, s, out), lambda: out,
-                    lambda: _poison(out), pool.expected[:n])
+                    lambda: poison_on_device(out), pool.expected[:n])
 
     return case
 
@@ -227,7 +213,7 @@ def _numba_graph(three: bool) -> Callable[[Pool], Callable[[int], Case]]:
                     recorded.append(graphs.capture(pipeline))
                 recorded[0].replay(default)
 
-            poison = (lambda: _poison(t1, t2, out)) if three else (lambda: _poison(out))
+            poison = (lambda: poison_on_device(t1, t2, out)) if three else (lambda: poison_on_device(out))
             return Case(run, lambda: out, poison, pool.expected[:n])
 
         return case
@@ -244,7 +230,7 @@ def _numba_best(pool: Pool) -> Callable[[int], Case]:
 
     def case(n: int) -> Case:
         a, b, c, _, _, out = pool.views(n)
-        return Case(lambda: launch(a, b, c, pool.s, out), lambda: out, lambda: _poison(out), pool.expected[:n])
+        return Case(lambda: launch(a, b, c, pool.s, out), lambda: out, lambda: poison_on_device(out), pool.expected[:n])
 
     return case
 
@@ -283,7 +269,7 @@ def _cupy_elementwise(pool: Pool) -> Callable[[int], Case]:
     def case(n: int) -> Case:
         a, b, c, out = a_[:n], b_[:n], c_[:n], out_[:n]
         out_numba = pool.out[:n]
-        return Case(lambda: kernel(a, b, c, pool.s, out), lambda: out_numba, lambda: _poison(out_numba),
+        return Case(lambda: kernel(a, b, c, pool.s, out), lambda: out_numba, lambda: poison_on_device(out_numba),
                     pool.expected[:n])
 
     return case
@@ -307,7 +293,7 @@ def _torch_eager(pool: Pool) -> Callable[[int], Case]:
             torch.div(t2, s, out=out)
 
         numba_views = pool.views(n)
-        return Case(run, lambda: out, lambda: _poison(*numba_views[3:]), pool.expected[:n])
+        return Case(run, lambda: out, lambda: poison_on_device(*numba_views[3:]), pool.expected[:n])
 
     return case
 
@@ -349,7 +335,7 @@ def _device_copy(pool: Pool) -> Callable[[int], Case]:
     def case(n: int) -> Case:
         a, _, _, _, _, out = pool.views(n)
         copy, _method = library_copy(a, out)  # a copy kernel; cuMemcpyDtoD's copy engines are slower
-        return Case(copy, lambda: out, lambda: _poison(out), a)
+        return Case(copy, lambda: out, lambda: poison_on_device(out), a)
 
     return case
 
@@ -545,13 +531,7 @@ def verify(case: Case, label: str, n: int) -> Verification:
         got_device = got
     else:  # a CuPy array or a PyTorch tensor, viewed through __cuda_array_interface__
         got_device = cuda.as_cuda_array(got)
-    count = cuda.to_device(np.zeros(1, dtype=np.int64))
-    rtol = default_tolerance(DTYPE)
-    _count_mismatches[blocks_for(n), BLOCK_SIZE](got_device, case.expected, DTYPE(rtol), count)
-    mismatches = int(count.copy_to_host()[0])
-    if mismatches:
-        check_close(got_device.copy_to_host(), case.expected.copy_to_host(), name=f"{label} at n={n}", rtol=rtol)
-        raise CheckFailed(f"{label} at n={n}: {mismatches} elements differ from NumPy beyond rtol={rtol:g}")
+    check_on_device(got_device, case.expected, name=f"{label} at n={n}", rtol=default_tolerance(DTYPE))
     return Verification(implementation=label, n=n, passed=True, poisoned=case.poisoned)
 
 

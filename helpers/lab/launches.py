@@ -24,7 +24,6 @@ import copy
 import gc
 import importlib
 import importlib.util
-import math
 import statistics
 import sys
 import time
@@ -40,7 +39,7 @@ from numba import cuda
 
 from .. import graphs
 from ..backend import is_simulator
-from ..checks import CheckFailed, check_close, default_tolerance, random_inputs
+from ..checks import default_tolerance, random_inputs
 from ..pipeline import (
     add_kernel,
     fused_kernel,
@@ -51,6 +50,7 @@ from ..pipeline import (
 from ..results import Claim, Provenance, Record, ResultError, folder_for, load, save
 from ..sizes import BLOCK_SIZE, blocks_for
 from . import roofline
+from .device_checks import check_on_device, poison_on_device
 
 DTYPE = np.float32
 GPU_SIZES = [2**k for k in range(10, 29)]
@@ -199,30 +199,6 @@ class LaunchesRun(Record):
 
     def sizes(self) -> list[int]:
         return sorted({t.n for t in self.timings})
-
-
-# --- small kernels for checking -------------------------------------------------------------------
-
-
-@cuda.jit
-def _fill_nan(out):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = math.nan
-
-
-@cuda.jit
-def _mismatches(got, expected, rtol, count):
-    i = cuda.grid(1)
-    if i < got.size:
-        e = expected[i]
-        if not abs(got[i] - e) <= rtol * abs(e):  # NaN (never written) fails too
-            cuda.atomic.add(count, 0, 1)
-
-
-def _poison(*arrays: Any) -> None:
-    for array in arrays:
-        _fill_nan[blocks_for(array.size), BLOCK_SIZE](array)
 
 
 # --- host time per launch against the number of array arguments ---------------------------------
@@ -380,7 +356,7 @@ def _numba(pool: Pool, label: str) -> Callable[[int], Case]:
         a, b, c, t1, t2, out = pool.views(n)
         three = label in (DIRECT_THREE, GRAPH_THREE)
         pipeline = three_pipeline(a, b, c, pool.s, t1, t2, out) if three else fused_pipeline(a, b, c, pool.s, out)
-        poison = (lambda: _poison(t1, t2, out)) if three else (lambda: _poison(out))
+        poison = (lambda: poison_on_device(t1, t2, out)) if three else (lambda: poison_on_device(out))
         if not graph:  # as a learner writes it: no stream, Numba's default stream
             stream = None if is_simulator() else graphs.legacy_stream()
             return Case(lambda: pipeline(0), stream, lambda: out, poison)
@@ -401,7 +377,7 @@ def _best_graph(pool: Pool) -> Callable[[int], Case]:
         a, b, c, _, _, out = pool.views(n)
         captured = graphs.capture(lambda stream: launch(a, b, c, pool.s, out), name=GRAPH_BEST,
                                   adopt_default_stream=True)  # its launcher takes no stream
-        return Case(captured.replay, captured.stream, lambda: out, lambda: _poison(out), close=captured.close)
+        return Case(captured.replay, captured.stream, lambda: out, lambda: poison_on_device(out), close=captured.close)
 
     return case
 
@@ -427,7 +403,7 @@ def _cupy(pool: Pool) -> Callable[[int], Case]:
         a, b, c, out = (x[:n] for x in full)
         out_numba = pool.out[:n]
         return Case(lambda: kernel(a, b, c, pool.s, out), graphs.legacy_stream(), lambda: out_numba,
-                    lambda: _poison(out_numba))
+                    lambda: poison_on_device(out_numba))
 
     return case
 
@@ -446,7 +422,7 @@ def _torch_eager(pool: Pool) -> Callable[[int], Case]:
             torch.div(t2, s, out=out)
 
         views = pool.views(n)
-        return Case(call, graphs.legacy_stream(), lambda: out, lambda: _poison(*views[3:]))
+        return Case(call, graphs.legacy_stream(), lambda: out, lambda: poison_on_device(*views[3:]))
 
     return case
 
@@ -532,16 +508,7 @@ def verify(case: Case, label: str, n: int, expected: Any) -> Check:
     if case.same_buffer is not None:  # the answer landed in the buffer poisoned before, or in a fresh one
         case.poisoned = case.same_buffer()
     got = got if hasattr(got, "copy_to_host") else cuda.as_cuda_array(got)
-    rtol = default_tolerance(DTYPE)
-    if is_simulator():
-        check_close(got.copy_to_host(), expected.copy_to_host(), name=f"{label} at n={n}", rtol=rtol)
-        return Check(label, n, True, case.poisoned)
-    count = cuda.to_device(np.zeros(1, dtype=np.int64))
-    _mismatches[blocks_for(n), BLOCK_SIZE](got, expected, DTYPE(rtol), count)
-    bad = int(count.copy_to_host()[0])
-    if bad:
-        check_close(got.copy_to_host(), expected.copy_to_host(), name=f"{label} at n={n}", rtol=rtol)
-        raise CheckFailed(f"{label} at n={n}: {bad} elements differ from NumPy beyond rtol={rtol:g}")
+    check_on_device(got, expected, name=f"{label} at n={n}", rtol=default_tolerance(DTYPE))
     return Check(label, n, True, case.poisoned)
 
 
@@ -586,7 +553,7 @@ def check_bitwise(n: int = 1024 + 3) -> dict[str, bool]:
                        (FUSED, lambda out: fused_pipeline(a, b, c, s, out))):
         make(direct)(0)
         cuda.synchronize()
-        _poison(replayed)
+        poison_on_device(replayed)
         cuda.synchronize()
         graph = graphs.capture(make(replayed), warm_up=False)
         graph.run()
