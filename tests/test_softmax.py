@@ -127,3 +127,13 @@ def test_records_round_trip_through_json(tmp_path):
                                    fused_dram_bytes=3.0, unfused_dram_bytes=30.0, ratio=10.0)
     results.save(ncu, folder=tmp_path)
     assert results.load(reductions.AttentionDram, folder=tmp_path).kernels[0].dram_write == 2.0
+
+
+def test_the_committed_reduction_records_are_drawn_one_point_per_measurement(tmp_path):
+    from helpers.lab import reductions
+
+    paths = reductions.save_plots(tmp_path)
+    assert [p.name for p in paths] == ["reductions_softmax.png", "reductions_attention.png", "reductions_adamw.png"]
+    record = reductions.committed("attention")
+    figure = reductions.plot_part("attention", record)
+    assert [len(ax.collections[0].get_offsets()) for ax in figure.axes] == [len(r["measured"]) for r in record["rows"]]

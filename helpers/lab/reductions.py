@@ -490,9 +490,62 @@ def bench_adamw(size: int, count: int, repeats: int = 20, steps: int = 3) -> Ada
 # --- command line ---------------------------------------------------------------------------
 
 
+
+def _row_title(part: str, row: dict[str, Any]) -> str:
+    if part == "softmax":
+        return f"softmax {row['rows']} x {row['cols']}"
+    if part == "attention":
+        return f"attention B={row['batch']} H={row['heads']} L={row['length']} d={row['head_dim']}"
+    return f"AdamW, {row['case']} ({row['tensors']} tensor{'s' if row['tensors'] != 1 else ''}, {row['elements']:,} elements)"
+
+
+def plot_part(part: str, record: dict[str, Any]) -> Any:
+    """One panel per measured shape: GPU time of every implementation (log scale), Numba in blue, torch in orange."""
+    import matplotlib.pyplot as plt
+
+    rows = record["rows"]
+    fig, axes = plt.subplots(len(rows), 1, figsize=(8, 0.32 * sum(len(r["measured"]) for r in rows) + 1.2 * len(rows)),
+                             squeeze=False)
+    for ax, row in zip(axes[:, 0], rows):
+        timed = [m for m in row["measured"] if m.get("median_ms")]
+        names = [m["name"] for m in timed]
+        colors = ["tab:blue" if n.startswith("numba") else "tab:orange" for n in names]
+        y = list(range(len(names)))[::-1]  # points, not bars: a bar's length means nothing on a log axis
+        _ = ax.scatter([m["median_ms"] for m in timed], y, c=colors, zorder=3)
+        ax.set_yticks(y, names)
+        ax.grid(axis="x", which="both", alpha=0.3)
+        ax.set_xscale("log")
+        ax.set_xlabel("median GPU time (ms), log scale")
+        ax.set_title(_row_title(part, row), fontsize=9)
+        ax.tick_params(axis="y", labelsize=7)
+    provenance = record.get("provenance") or {}
+    fig.suptitle(f"{provenance.get('device', '')}, {str(provenance.get('date', ''))[:10]}", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def save_plots(folder: Path | None = None) -> list[Path]:
+    """Draw the committed softmax, attention and AdamW records as PNGs beside them (no GPU needed)."""
+    import matplotlib.pyplot as plt
+
+    folder = folder or results.RESULTS_DIR / results.COMMITTED
+    written = []
+    for part in ("softmax", "attention", "adamw"):
+        record = committed(part)
+        if record is None:
+            continue
+        figure = plot_part(part, record)
+        path = folder / f"reductions_{part}.png"
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        written.append(path)
+    return written
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m helpers.lab.reductions", description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", choices=["softmax", "attention", "adamw", "all", "ncu-attention", "attention-workload"])
+    parser.add_argument("part", choices=["softmax", "attention", "adamw", "all", "ncu-attention", "attention-workload",
+                                         "plots"], help="what to measure; 'plots' draws the committed records")
     parser.add_argument("--quick", action="store_true", help="fewer variants and repeats")
     parser.add_argument("--length", type=int, default=4096, help="L for ncu-attention / attention-workload")
     parser.add_argument("--heads", type=int, default=16, help="heads for ncu-attention / attention-workload")
@@ -501,6 +554,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.out is not None:
         OUT_DIR.append(args.out)
+    if args.part == "plots":
+        for path in save_plots():
+            print("wrote", path)
+        return
     sim = is_simulator()
     if sim:
         print("simulator: checking correctness at tiny sizes; no times (they would say nothing about a GPU)")
