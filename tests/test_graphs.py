@@ -288,3 +288,13 @@ def test_a_second_run_merges_its_variants_into_the_first():
     assert merged.measured() == [launches.GRAPH_FUSED, "torch.compile", "cupy ElementwiseKernel"]
     assert merged.median("cupy ElementwiseKernel", 2**28) == 1.3  # measured again: the new rows replace the old
     assert any("torch.compile" in c.claim for c in merged.claims)
+
+
+def test_torch_dynamic_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(launches.TORCH_DYNAMIC_ENV, raising=False)
+    assert launches.torch_dynamic() is True
+    monkeypatch.setenv(launches.TORCH_DYNAMIC_ENV, "0")
+    assert launches.torch_dynamic() is False
+    monkeypatch.setenv(launches.TORCH_DYNAMIC_ENV, "no")
+    with pytest.raises(ValueError, match="must be 0 or 1"):
+        launches.torch_dynamic()

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import argparse
 import copy
+import faulthandler
 import gc
 import importlib
 import importlib.util
+import os
+import signal
 import statistics
 import sys
 import time
@@ -427,8 +430,23 @@ def _torch_eager(pool: Pool) -> Callable[[int], Case]:
     return case
 
 
+TORCH_DYNAMIC_ENV = "LAUNCHES_TORCH_DYNAMIC"
+"""Set to ``0`` to compile torch's expression per size (``dynamic=False``) instead of once for any size."""
+
+
+def torch_dynamic() -> bool:
+    """Whether torch.compile is asked for one graph for every size (the default) or one per size."""
+    value = os.environ.get(TORCH_DYNAMIC_ENV, "1").strip()
+    if value not in ("0", "1"):
+        raise ValueError(f"{TORCH_DYNAMIC_ENV} must be 0 or 1, got {value!r}")
+    return value == "1"
+
+
 def _torch_compiled(pool: Pool, mode: str | None) -> Callable[[int], Case]:
     torch = _require("torch")
+    dynamic = torch_dynamic()
+    if not dynamic:  # one compilation per size: let every size of the sweep have its own
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
     full = [torch.as_tensor(x, device="cuda") for x in (pool.a, pool.b, pool.c)]
     s = float(pool.s)  # baked in as a constant, as a graph bakes in its scalars
 
@@ -439,14 +457,15 @@ def _torch_compiled(pool: Pool, mode: str | None) -> Callable[[int], Case]:
     # records its own graph would break that recording.
     gc.collect()
     cuda.synchronize()
-    compiled = torch.compile(expression, dynamic=True, **({"mode": mode} if mode else {}))
+    compiled = torch.compile(expression, dynamic=dynamic, **({"mode": mode} if mode else {}))
     step = torch.compiler.cudagraph_mark_step_begin if mode == "reduce-overhead" else (lambda: None)
     started = time.perf_counter()
     for _ in range(3):  # reduce-overhead records its graph on a later call than the first
         step()
         compiled(*(x[:1000] for x in full))
     torch.cuda.synchronize()
-    print(f"torch.compile {mode or 'default'}: ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    print(f"torch.compile {mode or 'default'} (dynamic={dynamic}): ready in {time.perf_counter() - started:.1f} s",
+          file=sys.stderr)
 
     def case(n: int) -> Case:
         a, b, c = (x[:n] for x in full)
@@ -604,6 +623,8 @@ def run(sizes: Sequence[int] | None = None, labels: Sequence[str] | None = None,
     def set_up(label: str) -> None:
         variant, factory = FACTORIES[label]
         variant = Variant(**vars(variant))
+        if label.startswith("torch.compile"):
+            variant.note = variant.note.replace("dynamic=True", f"dynamic={torch_dynamic()}")
         try:
             builders[label] = factory(pool)
         except Unavailable as why:
@@ -661,7 +682,10 @@ def run(sizes: Sequence[int] | None = None, labels: Sequence[str] | None = None,
     slow = [label for label in labels if label.startswith("torch.compile")]  # compiling takes seconds
     measure([label for label in labels if label not in slow])
     if slow:
-        measure(slow)
+        # torch.compile may record CUDA graphs of its own: a buffer freed by Numba meanwhile would be
+        # a forbidden call during that recording, so Numba's frees wait until the group is done.
+        with cuda.defer_cleanup():
+            measure(slow)
     if "torch" in sys.modules:
         try:
             counters = sys.modules["torch"]._dynamo.utils.counters
@@ -877,6 +901,8 @@ def merge(previous: LaunchesRun, new: LaunchesRun) -> LaunchesRun:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if hasattr(signal, "SIGUSR1"):  # `timeout -s USR1` then prints where a stuck run is, every thread
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
