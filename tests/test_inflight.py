@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -11,6 +12,8 @@ from numba import cuda
 import helpers
 from helpers import pipeline, results
 from helpers.checks import poisoned, random_inputs
+from helpers.counting.ptx import compile_ptx, describe_arg
+from helpers.counting.record import CannotAttribute
 from helpers.lab import inflight, roofline
 from helpers.ledger import Ledger
 
@@ -315,3 +318,73 @@ def test_same_in_flight_table_compares_with_the_matching_probe():
     record.kernels[0].bytes_in_flight_per_sm = 1024  # the 4-byte, 3-read probe at 1 KiB reached 1500 GB/s
     table = inflight.same_in_flight_table(record)
     assert "naive" in table and "1500 GB/s (kernel +166.7%)" in table
+
+
+# --- the second term: arithmetic between a load's arrival and the store --------------------------
+
+F32_OP = re.compile(r"\b(add|sub|mul|div|fma)(?:\.rn|\.full|\.approx)?(?:\.ftz)?\.f32\b")
+PTX_NAMES = {"add": "add", "mul": "mul", "div": "div"}
+# 16-byte and cache-hinted accesses (load4, load_cs, ...) are intrinsics a subprocess compile cannot carry
+INTRINSIC = {"streaming", "vec4", "vec4_resident", "vec4_streaming", "add_vec4", "multiply_vec4", "scale_vec4"}
+
+
+def test_each_kernels_chain_is_the_float_arithmetic_in_its_compiled_code():
+    """The operations the model charges a kernel for are the float32 operations its PTX performs."""
+    n = 203
+    a, b, c = (cuda.to_device(h) for h in random_inputs(n, seed=4))
+    t, out = poisoned(n), poisoned(n)
+    table = inflight.kernel_launchers(a, b, c, 1.7, t, out)
+    checked = []
+    for name, shape in {**inflight.SHAPES, **inflight.DIAGNOSTICS}.items():
+        if name not in table:  # the linked CUDA C runs on a GPU only
+            continue
+        kernel, args, _, _ = table[name]
+        try:
+            ptx = compile_ptx(kernel, [describe_arg(x) for x in args], cc=(9, 0))
+        except CannotAttribute as why:
+            assert name in INTRINSIC and "cannot carry" in str(why), (name, why)
+            continue
+        checked.append(name)
+        seen = {m.group(1) for m in F32_OP.finditer(ptx)}
+        assert seen == {PTX_NAMES[op] for op in shape.chain}, (name, seen, shape.chain)
+        if "div" in shape.chain:
+            assert "div.rn.f32" in ptx, name  # IEEE division, not an approximation
+    assert {"add", "multiply", "scale", "copy", "naive", "grid_stride", "ilp4", "scale_by_reciprocal"} <= set(checked)
+
+
+@pytest.mark.parametrize("op", sorted(inflight.CHAINS))
+def test_chain_kernels_match_numpy_step_by_step(op):
+    kernel, operand = inflight.CHAINS[op]
+    x = cuda.to_device(np.ones(1, dtype=np.float32))
+    out = poisoned(1)
+    kernel[1, 1](x, np.float32(operand), 3, out)
+    assert out.copy_to_host()[0] == inflight.chain_reference(op, 1.0, operand, 3)
+    assert inflight.chain_reference(op, 1.0, operand, 3) != np.float32(1.0)  # the chain did something
+
+
+def test_average_in_flight_factor():
+    assert inflight.average_in_flight_factor(750.0, 0.0) == 1.0
+    assert inflight.average_in_flight_factor(750.0, 250.0) == pytest.approx(0.75)
+    assert inflight.average_in_flight_factor(100.0, -20.0) == pytest.approx(1.25)
+    with pytest.raises(ValueError, match="positive"):
+        inflight.average_in_flight_factor(0.0, 1.0)
+    with pytest.raises(ValueError, match="more than"):
+        inflight.average_in_flight_factor(100.0, -100.0)
+
+
+def test_arithmetic_lowers_the_prediction_by_the_time_it_adds_per_trip():
+    record = _record()
+    naive = record.kernel("naive")
+    curve_only = record.predicted_gbs(naive)
+    assert record.arithmetic_ns(naive) is None  # no latencies measured: the curve alone
+    record.op_latency = [inflight.OpLatency(op="add", ops=8, ns_per_op=2.0, bitwise_equal=True),
+                         inflight.OpLatency(op="mul", ops=8, ns_per_op=2.0, bitwise_equal=True),
+                         inflight.OpLatency(op="div", ops=8, ns_per_op=30.0, bitwise_equal=True)]
+    # naive: add, mul, div (34 ns) minus the 3-read probe's two additions (4 ns)
+    assert record.arithmetic_ns(naive) == pytest.approx(30.0)
+    latency = record.loaded_latency_ns(naive)
+    assert latency == pytest.approx(132 * 2048 / (3000.0 * 3 / 4))
+    assert record.predicted_gbs(naive) == pytest.approx(curve_only * latency / (latency + 30.0))
+    assert record.predicted_gbs(naive, arithmetic=False) == curve_only
+    record.op_latency[2].bitwise_equal = False  # a wrong chain is not used
+    assert record.arithmetic_ns(naive) is None

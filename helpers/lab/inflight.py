@@ -36,7 +36,7 @@ from numba import cuda
 
 from ..backend import is_simulator
 from ..checks import poison, random_inputs
-from ..device import banner, datasheet_bandwidth_gbs, sm_count
+from ..device import banner, clock_hz, datasheet_bandwidth_gbs, sm_count
 from ..pipeline import add_kernel, fused_kernel, multiply_kernel, reference, scale_kernel
 from ..results import Claim, Record, ResultError, load, save
 from ..sizes import BLOCK_SIZE, blocks_for
@@ -142,6 +142,26 @@ def predict_gbs(points: list[tuple[float, float]], in_flight_per_sm: float) -> f
     return float(np.interp(np.log(in_flight_per_sm), np.log(qs), bw))
 
 
+def average_in_flight_factor(latency_ns: float, other_ns: float) -> float:
+    """The share of a trip a thread has its loads in flight: ``latency / (latency + other)``.
+
+    Little's law holds for the *average* bytes in flight.  A thread that spends
+    ``other_ns`` per trip on work between its loads' arrival and its next loads (a
+    division before the store, say) has nothing in flight for that time.  A negative
+    ``other_ns`` (less such work than the probes that drew the curve) raises the share.
+    """
+    if latency_ns <= 0:
+        raise ValueError(f"latency_ns must be positive, got {latency_ns}")
+    if latency_ns + other_ns <= 0:
+        raise ValueError(f"other_ns ({other_ns}) must be more than -latency_ns ({-latency_ns})")
+    return latency_ns / (latency_ns + other_ns)
+
+
+def probe_chain(reads: int) -> tuple[str, ...]:
+    """The dependent arithmetic a probe does between its loads and its store: ``reads - 1`` additions."""
+    return ("add",) * (reads - 1)
+
+
 def percent_off(predicted: float | None, measured: float | None) -> float | None:
     """(predicted - measured) / measured, in percent."""
     if predicted is None or not measured:
@@ -175,6 +195,18 @@ class ChasePoint:
         if self.fresh or not self.samples_ns:
             return self.ns_per_load
         return self.samples_ns[0]
+
+
+@dataclass
+class OpLatency:
+    """One float32 operation timed as a chain of dependent operations in one thread (ns each)."""
+
+    op: str  # "add", "mul" or "div" (IEEE, as Numba compiles ``/`` without fastmath)
+    ops: int  # dependent operations in the longer of the two timed chains
+    ns_per_op: float | None = None  # (time of the long chain - time of the short one) / the extra operations
+    cycles_per_op: float | None = None  # at the SM clock the device reports
+    bitwise_equal: bool | None = None  # the chain's result against NumPy's float32 result, step by step
+    error: str | None = None
 
 
 @dataclass
@@ -260,6 +292,7 @@ class BytesInFlight(Record):
     library_copy: str | None = None
     blocks_per_sm_seen: dict[int, list[int]] = field(default_factory=dict)  # launched -> [fewest, most, SMs used]
     diagnostics: list[KernelPoint] = field(default_factory=list)  # kernels that test an explanation, not predicted
+    op_latency: list[OpLatency] = field(default_factory=list)  # add, mul, div: ns per dependent operation
     elapsed_s: float | None = None
     claims: list[Claim] = field(default_factory=list)
 
@@ -281,12 +314,50 @@ class BytesInFlight(Record):
                 return k
         raise KeyError(f"no kernel named {name!r}; measured: {', '.join(k.name for k in self.kernels)}")
 
-    def predicted_gbs(self, k: KernelPoint, pooled: bool = False) -> float | None:
-        """The model's bandwidth for kernel ``k``: the curve of its mix (and width, unless pooled) at its bytes in flight."""
+    def op_ns(self) -> dict[str, float]:
+        """ns per dependent operation, for each operation measured correctly."""
+        return {o.op: o.ns_per_op for o in self.op_latency if o.ns_per_op is not None and o.bitwise_equal}
+
+    def arithmetic_ns(self, k: KernelPoint) -> float | None:
+        """Time per trip that ``k``'s dependent arithmetic adds beyond the probes' (ns); None if not measured.
+
+        A kernel's chain (its operations between the loads' arrival and the store) minus the
+        additions the probe of its mix does: the probes' own arithmetic is already in the curve.
+        """
+        shape = SHAPES.get(k.name) or DIAGNOSTICS.get(k.name)
+        ns = self.op_ns()
+        if shape is None or not ns:
+            return None
+        chain, probe = shape.chain, probe_chain(k.reads)
+        if any(op not in ns for op in (*chain, *probe)):
+            return None
+        return sum(ns[op] for op in chain) - sum(ns[op] for op in probe)
+
+    def loaded_latency_ns(self, k: KernelPoint, pooled: bool = False) -> float | None:
+        """The latency the curve implies at ``k``'s bytes in flight (Little's law solved for it)."""
+        base = self.predicted_gbs(k, pooled, arithmetic=False)
+        if not base or not k.bytes_in_flight_per_sm:
+            return None
+        return implied_latency_ns(k.bytes_in_flight_per_sm, self.sms, base * k.reads / (k.reads + k.writes))
+
+    def predicted_gbs(self, k: KernelPoint, pooled: bool = False, arithmetic: bool = True) -> float | None:
+        """The model's bandwidth for kernel ``k``.
+
+        The curve of its mix (and width, unless ``pooled``) read at its peak bytes in
+        flight; then, with ``arithmetic``, scaled to the *average* bytes in flight: by
+        ``L / (L + t)``, where ``L`` is the latency the curve implies there and ``t`` the
+        time per trip that the kernel's dependent arithmetic adds beyond the probes'.
+        Without measured operation latencies the second step is left out.
+        """
         if not k.bytes_in_flight_per_sm:
             return None
         points = curve_points(self.probes, k.reads, None if pooled else k.width_bytes)
-        return predict_gbs(points, k.bytes_in_flight_per_sm)
+        base = predict_gbs(points, k.bytes_in_flight_per_sm)
+        extra = self.arithmetic_ns(k) if arithmetic else None
+        if base is None or extra is None:
+            return base
+        latency = implied_latency_ns(k.bytes_in_flight_per_sm, self.sms, base * k.reads / (k.reads + k.writes))
+        return base * average_in_flight_factor(latency, extra)
 
     def pipeline(self, name: str) -> PipelinePoint:
         for p in self.pipelines:
@@ -402,6 +473,65 @@ def chase_reference(buffer: np.ndarray, start: int, steps: int) -> int:
     for _ in range(steps):
         j = int(buffer[j])
     return j
+
+
+@cuda.jit
+def add_chain(x, s, steps, out):
+    y = x[0]
+    for _ in range(steps):  # eight dependent additions per step: each needs the one before it
+        y = y + s
+        y = y + s
+        y = y + s
+        y = y + s
+        y = y + s
+        y = y + s
+        y = y + s
+        y = y + s
+    out[0] = y
+
+
+@cuda.jit
+def mul_chain(x, s, steps, out):
+    y = x[0]
+    for _ in range(steps):
+        y = y * s
+        y = y * s
+        y = y * s
+        y = y * s
+        y = y * s
+        y = y * s
+        y = y * s
+        y = y * s
+    out[0] = y
+
+
+@cuda.jit
+def div_chain(x, s, steps, out):
+    y = x[0]
+    for _ in range(steps):
+        y = y / s
+        y = y / s
+        y = y / s
+        y = y / s
+        y = y / s
+        y = y / s
+        y = y / s
+        y = y / s
+    out[0] = y
+
+
+CHAINS: dict[str, tuple[Any, float]] = {"add": (add_chain, 1e-3), "mul": (mul_chain, 1.0001), "div": (div_chain, 1.0001)}
+"""Each operation's chain kernel and the operand it applies (values stay normal floats over the chain)."""
+OPS_PER_STEP = 8
+
+
+def chain_reference(op: str, start: float, s: float, steps: int) -> np.float32:
+    """What a chain ends at, computed on the host one float32 operation at a time."""
+    y, s32 = np.float32(start), np.float32(s)
+    apply = {"add": np.add, "mul": np.multiply, "div": np.divide}[op]
+    for _ in range(steps * OPS_PER_STEP):
+        y = apply(y, s32, dtype=np.float32)
+    return y
 
 
 @cuda.jit
@@ -534,6 +664,38 @@ def measure_latency(footprints: tuple[int, ...] = (4 << 20, 256 << 20, 1 << 30),
     return rows
 
 
+def measure_op_latency(steps: int = 1 << 12, repeats: int = 9) -> list[OpLatency]:
+    """ns per dependent float32 add, multiply and divide: one thread, a chain of ``steps`` and of ``2 * steps``.
+
+    The difference of the two chains' times, over the extra operations, leaves out the
+    launch and the loop's set-up.  Each chain's result is checked bitwise against NumPy's.
+    """
+    _require_gpu("the operation latencies")
+    x = cuda.to_device(np.ones(1, dtype=np.float32))
+    out = cuda.device_array(1, dtype=np.float32)
+    clock = clock_hz()
+    rows = []
+    for op, (kernel, operand) in CHAINS.items():
+        row = OpLatency(op=op, ops=2 * steps * OPS_PER_STEP)
+        s = np.float32(operand)
+        try:
+            times = []
+            for k in (steps, 2 * steps):
+                poison(out)
+                kernel[1, 1](x, s, k, out)
+                if out.copy_to_host()[0] != chain_reference(op, 1.0, operand, k):
+                    raise RuntimeError(f"the {op} chain of {k * OPS_PER_STEP} operations ended at the wrong value")
+                timed = time_gpu(lambda k=k: kernel[1, 1](x, s, k, out), label=f"{op} chain", repeats=repeats)
+                times.append(timed.median_ms)
+            row.bitwise_equal = True
+            row.ns_per_op = (times[1] - times[0]) * 1e6 / (steps * OPS_PER_STEP)
+            row.cycles_per_op = None if not clock else row.ns_per_op * 1e-9 * clock
+        except Exception as exc:
+            row.error = _error(exc)
+        rows.append(row)
+    return rows
+
+
 def _registers(kernel: Any, args: tuple[Any, ...]) -> int | None:
     try:
         return registers_per_thread(kernel, args)
@@ -637,30 +799,33 @@ class Shape:
     width_bytes: int
     groups_in_flight: int
     grid: str
+    chain: tuple[str, ...] = ()  # dependent operations between the loads' arrival and the store
 
+
+FUSED_CHAIN = ("add", "mul", "div")  # (a + b) * c / s
 
 SHAPES: dict[str, Shape] = {s.name: s for s in [
-    Shape("add", "three kernels", 2, 1, 4, 1, "full"),
-    Shape("multiply", "three kernels", 2, 1, 4, 1, "full"),
-    Shape("scale", "three kernels", 1, 1, 4, 1, "full"),
+    Shape("add", "three kernels", 2, 1, 4, 1, "full", ("add",)),
+    Shape("multiply", "three kernels", 2, 1, 4, 1, "full", ("mul",)),
+    Shape("scale", "three kernels", 1, 1, 4, 1, "full", ("div",)),
     Shape("copy", "copy", 1, 1, 4, 1, "full"),
-    Shape("naive", "fused", 3, 1, 4, 1, "full"),
-    Shape("grid_stride", "notebook 07", 3, 1, 4, 1, "resident"),
-    Shape("ilp4", "notebook 07", 3, 1, 4, 4, "resident"),
-    Shape("streaming", "notebook 07", 3, 1, 4, 1, "resident"),
-    Shape("vec4", "notebook 07", 3, 1, 16, 1, "full"),
-    Shape("vec4_resident", "notebook 07", 3, 1, 16, 1, "resident"),
-    Shape("vec4_streaming", "notebook 07", 3, 1, 16, 1, "full"),
-    Shape("linked_cuda_c", "notebook 07", 3, 1, 16, 1, "full"),
-    Shape("add_vec4", "16-byte three kernels", 2, 1, 16, 1, "full"),
-    Shape("multiply_vec4", "16-byte three kernels", 2, 1, 16, 1, "full"),
-    Shape("scale_vec4", "16-byte three kernels", 1, 1, 16, 1, "full"),
+    Shape("naive", "fused", 3, 1, 4, 1, "full", FUSED_CHAIN),
+    Shape("grid_stride", "notebook 07", 3, 1, 4, 1, "resident", FUSED_CHAIN),
+    Shape("ilp4", "notebook 07", 3, 1, 4, 4, "resident", FUSED_CHAIN),
+    Shape("streaming", "notebook 07", 3, 1, 4, 1, "resident", FUSED_CHAIN),
+    Shape("vec4", "notebook 07", 3, 1, 16, 1, "full", FUSED_CHAIN),
+    Shape("vec4_resident", "notebook 07", 3, 1, 16, 1, "resident", FUSED_CHAIN),
+    Shape("vec4_streaming", "notebook 07", 3, 1, 16, 1, "full", FUSED_CHAIN),
+    Shape("linked_cuda_c", "notebook 07", 3, 1, 16, 1, "full", FUSED_CHAIN),
+    Shape("add_vec4", "16-byte three kernels", 2, 1, 16, 1, "full", ("add",)),
+    Shape("multiply_vec4", "16-byte three kernels", 2, 1, 16, 1, "full", ("mul",)),
+    Shape("scale_vec4", "16-byte three kernels", 1, 1, 16, 1, "full", ("div",)),
 ]}
 """Every kernel the model predicts.  ``tests/test_inflight.py`` checks the mixes against the ledger."""
 
 
 DIAGNOSTICS: dict[str, Shape] = {s.name: s for s in [
-    Shape("scale_by_reciprocal", "diagnostic", 1, 1, 4, 1, "full"),
+    Shape("scale_by_reciprocal", "diagnostic", 1, 1, 4, 1, "full", ("mul",)),
 ]}
 """Kernels measured to test an explanation: ``scale_by_reciprocal`` is ``scale`` without its division."""
 
@@ -828,6 +993,10 @@ def measure(n_probe: int = 1 << 26, n_kernels: int = (1 << 26) + 3, repeats: int
 
     log("pointer chase ...")
     record.chase = measure_latency()
+    record.op_latency = measure_op_latency()
+    for o in record.op_latency:
+        log(f"  {o.op}: {o.ns_per_op or 0:.2f} ns per dependent operation ({o.cycles_per_op or 0:.0f} cycles) "
+            f"{o.error or ''}")
     for c in record.chase:
         log(f"  {c.footprint_bytes >> 20:5d} MiB {c.order:10s}: {c.latency_ns() or 0:7.1f} ns per load "
             f"(samples {', '.join(f'{x:.0f}' for x in c.samples_ns)}) {c.error or ''}")
@@ -858,7 +1027,8 @@ def measure(n_probe: int = 1 << 26, n_kernels: int = (1 << 26) + 3, repeats: int
 
 def report(record: BytesInFlight) -> str:
     """A short table: latency, best per mix, each kernel's prediction against its measurement, the 2x2."""
-    lines = [f"DRAM latency (page-local chase): {record.dram_latency_ns() or 0:.0f} ns per load"]
+    lines = [f"DRAM latency (page-local chase): {record.dram_latency_ns() or 0:.0f} ns per load",
+             op_latency_table(record)]
     for r in READS:
         lines.append(f"best measurement, {r} read(s) : 1 write: {record.best_gbs(r) or 0:,.0f} GB/s")
     lines.append(f"{'kernel':15s} {'KiB/SM':>7s} {'measured':>9s} {'predicted':>9s} {'off':>7s} {'pooled':>7s}")
@@ -985,9 +1155,13 @@ def plot_predictions(record: BytesInFlight) -> Any:
         ax.plot([k.gbs, p], [y, y], color=color, lw=1, zorder=2)
         ax.scatter([k.gbs], [y], color=color, marker=WIDTH_MARKERS[k.width_bytes], s=36, zorder=3)
         ax.scatter([p], [y], facecolors="white", edgecolors=color, marker=WIDTH_MARKERS[k.width_bytes], s=36, zorder=3)
+        curve = record.predicted_gbs(k, arithmetic=False)
+        if curve and abs(curve - p) > 0.5:
+            ax.scatter([curve], [y], color="gray", marker="|", s=60, zorder=3)
     ax.set_yticks(range(len(rows)), [f"{k.name} ({_kib(k.bytes_in_flight_per_sm)} KiB/SM)" for k, _ in rows], fontsize=8)
     ax.scatter([], [], color="gray", label="measured")
-    ax.scatter([], [], facecolors="white", edgecolors="gray", label="predicted from bytes in flight")
+    ax.scatter([], [], facecolors="white", edgecolors="gray", label="predicted: average bytes in flight")
+    ax.scatter([], [], color="gray", marker="|", s=60, label="the curve alone (peak bytes in flight)")
     ax.plot([], [], color="lightgray", lw=6, label=f"measured +/- {NEAR_PERCENT:.0f}%")
     ax.set_xlabel("GB/s (read + write); colour: reads per write (green 1, orange 2, blue 3); squares: 16-byte")
     where = record.provenance.describe() if record.provenance else ""
@@ -1042,10 +1216,11 @@ def loaded_latency_table(record: BytesInFlight, reads: int = 3, width: int = 16)
 def prediction_table(record: BytesInFlight) -> tuple[str, int, int]:
     """Predicted against measured GB/s for every kernel; also how many are within 10%, of how many.
 
-    The last column reads one curve pooled over both access widths instead of the
-    kernel's own width: how much the width matters beyond the bytes it puts in flight.
+    "curve only" is the first step alone (the curve at the peak bytes in flight); the
+    last column reads one curve pooled over both access widths instead of the kernel's
+    own width: how much the width matters beyond the bytes it puts in flight.
     """
-    lines = [f"{'kernel':15s} {'in flight/SM':>12s} {'predicted':>9s} {'measured':>8s} {'error':>7s}  "
+    lines = [f"{'kernel':15s} {'in flight/SM':>12s} {'curve only':>10s} {'predicted':>9s} {'measured':>8s} {'error':>7s}  "
              f"within {NEAR_PERCENT:.0f}%  {'one curve for both widths':>25s}"]
     hits = total = 0
     for k in record.kernels:
@@ -1057,9 +1232,36 @@ def prediction_table(record: BytesInFlight) -> tuple[str, int, int]:
         total += 1
         hits += abs(off) <= NEAR_PERCENT
         pooled = percent_off(record.predicted_gbs(k, pooled=True), k.gbs)
-        lines.append(f"{k.name:15s} {_kib(k.bytes_in_flight_per_sm):>8s} KiB {p:9.0f} {k.gbs:8.0f} {off:+6.1f}%  "
+        curve = record.predicted_gbs(k, arithmetic=False) or 0
+        lines.append(f"{k.name:15s} {_kib(k.bytes_in_flight_per_sm):>8s} KiB {curve:10.0f} {p:9.0f} {k.gbs:8.0f} {off:+6.1f}%  "
                      f"{'yes' if abs(off) <= NEAR_PERCENT else 'no':>10s}  {pooled or 0:+24.1f}%")
     return "\n".join(lines), hits, total
+
+
+def op_latency_table(record: BytesInFlight) -> str:
+    """ns (and SM cycles) per dependent float32 operation, as the chains measured them."""
+    lines = [f"{'operation':>9s} {'ns each':>8s} {'cycles':>7s}  checked"]
+    for o in record.op_latency:
+        if o.ns_per_op is None:
+            lines.append(f"{o.op:>9s} {'-':>8s} {'-':>7s}  {o.error}")
+            continue
+        cycles = f"{o.cycles_per_op:7.0f}" if o.cycles_per_op else f"{'-':>7s}"
+        lines.append(f"{o.op:>9s} {o.ns_per_op:8.1f} {cycles}  {'bitwise equal to NumPy' if o.bitwise_equal else 'WRONG'}")
+    return "\n".join(lines)
+
+
+def arithmetic_table(record: BytesInFlight) -> str:
+    """Each kernel's extra arithmetic per trip, the latency its loads see, and the share of the trip with loads in flight."""
+    lines = [f"{'kernel':15s} {'arithmetic':>18s} {'extra per trip':>14s} {'loaded latency':>14s} {'in flight':>9s}"]
+    for k in [*record.kernels, *record.diagnostics]:
+        shape = SHAPES.get(k.name) or DIAGNOSTICS.get(k.name)
+        extra, latency = record.arithmetic_ns(k), record.loaded_latency_ns(k)
+        if shape is None or extra is None or latency is None:
+            continue
+        share = average_in_flight_factor(latency, extra)
+        lines.append(f"{k.name:15s} {' '.join(shape.chain) or '-':>18s} {extra:11.1f} ns {latency:11.0f} ns "
+                     f"{share:9.1%}")
+    return "\n".join(lines)
 
 
 def two_by_two(record: BytesInFlight) -> dict[str, float | None]:
