@@ -106,11 +106,13 @@ def test_kernels_compile_to_float32_arithmetic_only():
 
 
 def test_attention_claims_from_the_numbers():
-    row = {"length": 4096, "flops": 2.75e11, "measured": [
-        {"name": "numba fused q64/k64", "median_ms": 10.0}, {"name": "numba fused q128/k64", "median_ms": 8.0},
-        {"name": "numba unfused (S, P in memory)", "median_ms": 80.0},
-        {"name": "torch naive fp32 (TF32 off)", "median_ms": 12.0}]}
-    claims = reductions.attention_claims({"peak_fp32_flops": 6.7e13, "rows": [row]}, {"length": 4096, "heads": 16, "ratio": 25.0})
+    M = reductions.Measured
+    row = reductions.AttentionRow(batch=4, heads=16, length=4096, head_dim=64, flops=2.75e11, unfused_scratch_bytes=0,
+                                  measured=[M("numba fused q64/k64", 10.0), M("numba fused q128/k64", 8.0),
+                                            M("numba unfused (S, P in memory)", 80.0), M("torch naive fp32 (TF32 off)", 12.0)])
+    dram = reductions.AttentionDram(length=4096, heads=16, kernels=[], fused_dram_bytes=1.0, unfused_dram_bytes=25.0,
+                                    ratio=25.0)
+    claims = reductions.attention_claims(reductions.AttentionBench(peak_fp32_flops=6.7e13, rows=[row]), dram)
     assert "unfused Numba pipeline at L = 4096: yes, 10.00x" in claims[0]
     assert "naive torch fp32 at L = 4096: yes, 1.50x" in claims[1]
     assert "51% of the FP32 peak" in claims[2]

@@ -73,12 +73,24 @@ def test_workload_ledger_joins_with_ncu_rows(tmp_path):
     fake = [ncu.KernelCounters(i, r["kernel"], r["kernel"], "(1, 1, 1)", "(256, 1, 1)",
                                r["ledger_bytes_read"] * 0.99, r["ledger_bytes_written"] * 0.5) for i, r in enumerate(ledger)]
     rows = ncu.join(ledger, fake, l2_bytes=None)
-    assert all(r["within_3_percent"] is None for r in rows)  # unknown L2: no verdict
+    assert all(r.within_3_percent is None for r in rows)  # unknown L2: no verdict
     rows = ncu.join(ledger, fake, l2_bytes=100)  # arrays of 1 KB are "large" against a 100-byte L2
-    assert [r["within_3_percent"] for r in rows] == [False] * 4
-    totals = ncu.pipeline_totals(ncu.NcuDram(what="", metrics=[], l2_cache_bytes=None, sizes=[], modes={"all": {"launches": rows}},
-                                             agreement_check={}))
-    assert [(t["pipeline"], t["ledger"]) for t in totals] == [("fused", 16 * 256), ("three kernels", 32 * 256)]
+    assert [r.within_3_percent for r in rows] == [False] * 4
+    modes = {"all": ncu.NcuMode("ncu ...", rows, fake), "none": ncu.NcuMode(error="ncu exited with 1")}
+    check = ncu.agreement_check(modes)
+    assert check.by_cache_policy["all"].launches_checked == 4 and not check.by_cache_policy["all"].passed
+    assert check.by_cache_policy["all"].worst.kernel == "scale_kernel"  # 0.745 of the ledger: farthest from 1
+    assert check.by_cache_policy["none"].worst is None and not check.passed  # no verdict without the L2 kept
+    record = ncu.NcuDram(what="", metrics=[], l2_cache_bytes=None, sizes=[8], modes=modes, agreement_check=check)
+    totals = ncu.pipeline_totals(record)
+    assert [(t.pipeline, t.ledger) for t in totals] == [("fused", 16 * 256), ("three kernels", 32 * 256)]
+    assert ncu.pipeline_totals(record, "none") == []
+    back = results.from_json(ncu.NcuDram, results.to_json(record))
+    assert back == record  # nested records (launches, verdicts, ncu's rows) read back as records
+    data = results.to_json(record)
+    data["modes"]["all"]["launches"][0]["ratio"] = "high"
+    with pytest.raises(results.ResultError, match=r"modes\['all'\]\.launches\[0\]\.ratio"):
+        results.from_json(ncu.NcuDram, data)
     with pytest.raises(ncu.NcuError, match="order"):
         ncu.join(ledger, fake[::-1], l2_bytes=None)
 
@@ -97,7 +109,7 @@ def test_ledger_within_3_percent_of_ncu_for_large_arrays():
                               "--ledger", "/tmp/ncu_test_ledger.json"], "none", launch_count=4)
     ledger = json.load(open("/tmp/ncu_test_ledger.json"))
     rows = ncu.join(ledger, kernels, l2_bytes())
-    assert all(r["within_3_percent"] for r in rows), rows
+    assert all(r.within_3_percent for r in rows), rows
 
 
 # --- the corpus measurement -----------------------------------------------------------

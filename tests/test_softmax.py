@@ -87,17 +87,17 @@ def test_bad_input_is_refused():
 
 def test_bench_records_and_tables_in_the_simulator():
     bench = reductions.bench_softmax([(4, 37)], repeats=1)
-    record = {"provenance": {"sm_count": 2}, **dataclasses.asdict(bench)}
-    assert all(m["max_rel_err"] < 1e-5 for m in record["rows"][0]["measured"])
-    assert "numba fused" in reductions.softmax_table(record)
+    assert all(m.max_rel_err < 1e-5 for m in bench.rows[0].measured)
+    assert "numba fused" in reductions.softmax_table(bench)
 
 
 def fake_softmax_record(fused_ms, torch_ms, unfused_ms):
-    measured = [{"name": "numba unfused (4 kernels)", "median_ms": unfused_ms, "registers": 30, "threads_per_block": 256},
-                {"name": "numba fused, 256 threads/row", "median_ms": fused_ms, "registers": 32, "threads_per_block": 256},
-                {"name": "torch.softmax", "median_ms": torch_ms}]
-    return {"provenance": {"sm_count": 132}, "copy_ceiling_gbs": 4000.0,
-            "rows": [{"rows": 16384, "cols": 4096, "bytes_moved": 8 * 16384 * 4096, "measured": measured}]}
+    measured = [reductions.Measured("numba unfused (4 kernels)", unfused_ms, registers=30, threads_per_block=256),
+                reductions.Measured("numba fused, 256 threads/row", fused_ms, registers=32, threads_per_block=256),
+                reductions.Measured("torch.softmax", torch_ms)]
+    where = dataclasses.replace(results.Provenance.here(), sm_count=132)
+    return reductions.SoftmaxBench(copy_ceiling_gbs=4000.0, provenance=where,
+                                   rows=[reductions.SoftmaxRow(16384, 4096, 8 * 16384 * 4096, measured)])
 
 
 def test_claims_say_yes_and_no_from_the_numbers():
@@ -114,6 +114,9 @@ def test_bytes_in_flight():
     (fused,) = reductions.bytes_in_flight(fake_softmax_record(0.2, 0.22, 0.9))
     assert fused.loads_per_thread == 16 and fused.bytes_in_flight == 132 * 8 * 256 * 16 * 4
     assert fused.implied_latency_us == pytest.approx(fused.bytes_in_flight / (fused.achieved_gbs * 1e3))
+    unknown = dataclasses.replace(fake_softmax_record(0.2, 0.22, 0.9), provenance=None)
+    with pytest.raises(results.ResultError, match="SM count"):
+        reductions.bytes_in_flight(unknown)
 
 
 def test_records_round_trip_through_json(tmp_path):
@@ -136,4 +139,5 @@ def test_the_committed_reduction_records_are_drawn_one_point_per_measurement(tmp
     assert [p.name for p in paths] == ["reductions_softmax.png", "reductions_attention.png", "reductions_adamw.png"]
     record = reductions.committed("attention")
     figure = reductions.plot_part("attention", record)
-    assert [len(ax.collections[0].get_offsets()) for ax in figure.axes] == [len(r["measured"]) for r in record["rows"]]
+    assert isinstance(record, reductions.AttentionBench)
+    assert [len(ax.collections[0].get_offsets()) for ax in figure.axes] == [len(r.measured) for r in record.rows]

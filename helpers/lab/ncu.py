@@ -218,7 +218,61 @@ def workload(log2_sizes: Sequence[int], ledger_path: str) -> None:
         json.dump(records, f)
 
 
-def join(ledger: list[dict[str, Any]], kernels: list[KernelCounters], l2_bytes: int | None) -> list[dict[str, Any]]:
+@dataclass
+class DramLaunch:
+    """One launch: the ledger's bytes beside ncu's DRAM bytes, and the 3% check where it applies."""
+
+    n: int
+    kernel: str
+    threads: int
+    ledger_bytes_read: int
+    ledger_bytes_written: int
+    ncu_dram_bytes_read: float
+    ncu_dram_bytes_written: float
+    ratio: float  # ncu (read + written) / ledger (read + written)
+    arrays_at_least_4x_l2: bool
+    within_3_percent: bool | None  # None: arrays too small (or L2 size unknown) for the check
+
+
+@dataclass
+class NcuMode:
+    """Every launch profiled under one cache policy (or why none was)."""
+
+    command: str = ""
+    launches: list[DramLaunch] = field(default_factory=list)
+    ncu: list[KernelCounters] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class WorstLaunch:
+    """The launch farthest from the ledger's count under one cache policy."""
+
+    n: int
+    kernel: str
+    ratio: float
+
+
+@dataclass
+class PolicyVerdict:
+    """The 3% rule under one cache policy."""
+
+    launches_checked: int
+    passed: bool
+    worst: WorstLaunch | None
+
+
+@dataclass
+class AgreementCheck:
+    """The 3% rule, judged per cache policy; ``passed`` is the verdict with the L2 kept."""
+
+    rule: str
+    by_cache_policy: dict[str, PolicyVerdict]
+    passed: bool
+    note: str = ""
+
+
+def join(ledger: list[dict[str, Any]], kernels: list[KernelCounters], l2_bytes: int | None) -> list[DramLaunch]:
     """One row per launch: ledger and ncu bytes side by side, and the 3% check where it applies."""
     if len(ledger) != len(kernels):
         raise NcuError(f"the ledger recorded {len(ledger)} launches but ncu profiled {len(kernels)}")
@@ -230,14 +284,14 @@ def join(ledger: list[dict[str, Any]], kernels: list[KernelCounters], l2_bytes: 
         model = record["ledger_bytes_read"] + record["ledger_bytes_written"]
         measured = k.dram_bytes_read + k.dram_bytes_write
         large = l2_bytes is not None and record["n"] * 4 >= LARGE * l2_bytes
-        rows.append({
+        rows.append(DramLaunch(
             **record,
-            "ncu_dram_bytes_read": k.dram_bytes_read,
-            "ncu_dram_bytes_written": k.dram_bytes_write,
-            "ratio": measured / model,
-            "arrays_at_least_4x_l2": large,
-            "within_3_percent": abs(measured / model - 1) <= AGREEMENT if large else None,
-        })
+            ncu_dram_bytes_read=k.dram_bytes_read,
+            ncu_dram_bytes_written=k.dram_bytes_write,
+            ratio=measured / model,
+            arrays_at_least_4x_l2=large,
+            within_3_percent=abs(measured / model - 1) <= AGREEMENT if large else None,
+        ))
     return rows
 
 
@@ -246,26 +300,20 @@ class NcuDram(Record):
     """Nsight Compute's DRAM bytes per launch beside the ledger's count, per cache policy."""
 
     SCHEMA: ClassVar[str] = "ncu_dram"
-    VERSION: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 3
     what: str
     metrics: list[str]
     l2_cache_bytes: int | None
     sizes: list[int]
-    modes: dict[str, dict[str, Any]]
-    agreement_check: dict[str, Any]
+    modes: dict[str, NcuMode]  # by ncu --cache-control value: "all" (flushed before each kernel), "none" (kept)
+    agreement_check: AgreementCheck
 
 
-def collect(log2_sizes: Sequence[int], modes: Sequence[str] = ("all", "none")) -> dict[str, Any]:
+def collect(log2_sizes: Sequence[int], modes: Sequence[str] = ("all", "none")) -> NcuDram:
     """Profile the workload under each cache policy and write ``results/<device>/ncu_dram.json``."""
 
     l2 = l2_bytes()
-    payload: dict[str, Any] = {
-        "what": "DRAM bytes per kernel launch: Nsight Compute counters against the trip ledger",
-        "metrics": list(METRICS),
-        "l2_cache_bytes": l2,
-        "sizes": [2**k for k in log2_sizes],
-        "modes": {},
-    }
+    by_mode: dict[str, NcuMode] = {}
     for mode in modes:
         with tempfile.TemporaryDirectory() as tmp:
             ledger_path = os.path.join(tmp, "ledger.json")
@@ -276,17 +324,18 @@ def collect(log2_sizes: Sequence[int], modes: Sequence[str] = ("all", "none")) -
                 with open(ledger_path) as f:
                     ledger = json.load(f)
                 rows = join(ledger, kernels, l2)
-                payload["modes"][mode] = {"command": " ".join(ncu_command(["python3", "-m", "helpers.lab.ncu", "workload"], mode)),
-                                          "launches": rows, "ncu": [asdict(k) for k in kernels]}
+                by_mode[mode] = NcuMode(" ".join(ncu_command(["python3", "-m", "helpers.lab.ncu", "workload"], mode)),
+                                        rows, kernels)
             except (NcuError, OSError, subprocess.TimeoutExpired) as exc:
-                payload["modes"][mode] = {"error": str(exc)}
-    payload["agreement_check"] = agreement_check(payload)
-    record = NcuDram(**payload)
+                by_mode[mode] = NcuMode(error=str(exc))
+    record = NcuDram(what="DRAM bytes per kernel launch: Nsight Compute counters against the trip ledger",
+                     metrics=list(METRICS), l2_cache_bytes=l2, sizes=[2**k for k in log2_sizes], modes=by_mode,
+                     agreement_check=agreement_check(by_mode))
     print(f"wrote {save(record)}")
     return record
 
 
-def agreement_check(results: dict[str, Any]) -> dict[str, Any]:
+def agreement_check(modes: dict[str, NcuMode]) -> AgreementCheck:
     """The 3% rule for arrays of at least 4x L2, judged per cache policy.
 
     The verdict is taken with the L2 kept between kernels (``--cache-control none``),
@@ -297,20 +346,21 @@ def agreement_check(results: dict[str, Any]) -> dict[str, Any]:
     reported beside it, not used for the verdict.
     """
     per_mode = {}
-    for mode, data in results.get("modes", {}).items():
-        rows = [r for r in data.get("launches", []) if r.get("within_3_percent") is not None]
-        worst = max(rows, key=lambda r: abs(r["ratio"] - 1), default=None)
-        per_mode[mode] = {
-            "launches_checked": len(rows),
-            "passed": bool(rows) and all(r["within_3_percent"] for r in rows),
-            "worst": None if worst is None else {k: worst[k] for k in ("n", "kernel", "ratio")},
-        }
-    return {
-        "rule": "ledger bytes (read + written) within 3% of ncu DRAM bytes, per launch, arrays of at least 4x L2; "
-                "verdict with the L2 kept between kernels (--cache-control none)",
-        "by_cache_policy": per_mode,
-        "passed": per_mode.get("none", {}).get("passed", False),
-    }
+    for mode, data in modes.items():
+        rows = [r for r in data.launches if r.within_3_percent is not None]
+        worst = max(rows, key=lambda r: abs(r.ratio - 1), default=None)
+        per_mode[mode] = PolicyVerdict(
+            launches_checked=len(rows),
+            passed=bool(rows) and all(r.within_3_percent for r in rows),
+            worst=None if worst is None else WorstLaunch(worst.n, worst.kernel, worst.ratio),
+        )
+    kept = per_mode.get("none")
+    return AgreementCheck(
+        rule="ledger bytes (read + written) within 3% of ncu DRAM bytes, per launch, arrays of at least 4x L2; "
+             "verdict with the L2 kept between kernels (--cache-control none)",
+        by_cache_policy=per_mode,
+        passed=kept is not None and kept.passed,
+    )
 
 
 def load_results() -> NcuDram | None:
@@ -323,16 +373,32 @@ def load_results() -> NcuDram | None:
         return None
 
 
-def pipeline_totals(results: NcuDram, mode: str = "all") -> list[dict[str, Any]]:
+@dataclass
+class PipelineTotal:
+    """One pipeline at one size: the ledger's bytes and ncu's DRAM bytes, summed over its launches."""
+
+    n: int
+    pipeline: str  # "three kernels" or "fused"
+    ledger: int = 0
+    ncu_read: float = 0.0
+    ncu_written: float = 0.0
+
+    @property
+    def ncu(self) -> float:
+        """ncu's DRAM bytes, read + written."""
+        return self.ncu_read + self.ncu_written
+
+
+def pipeline_totals(results: NcuDram, mode: str = "all") -> list[PipelineTotal]:
     """Per size and pipeline ("three kernels", "fused"): ledger bytes and ncu DRAM bytes summed over launches."""
-    launches = results.modes.get(mode, {}).get("launches", [])
-    totals: dict[tuple[int, str], dict[str, Any]] = {}
-    for r in launches:
-        pipeline = "fused" if r["kernel"] == "fused_kernel" else "three kernels"
-        t = totals.setdefault((r["n"], pipeline), {"n": r["n"], "pipeline": pipeline, "ledger": 0, "ncu_read": 0.0, "ncu_written": 0.0})
-        t["ledger"] += r["ledger_bytes_read"] + r["ledger_bytes_written"]
-        t["ncu_read"] += r["ncu_dram_bytes_read"]
-        t["ncu_written"] += r["ncu_dram_bytes_written"]
+    measured = results.modes.get(mode)
+    totals: dict[tuple[int, str], PipelineTotal] = {}
+    for r in measured.launches if measured else []:
+        pipeline = "fused" if r.kernel == "fused_kernel" else "three kernels"
+        t = totals.setdefault((r.n, pipeline), PipelineTotal(r.n, pipeline))
+        t.ledger += r.ledger_bytes_read + r.ledger_bytes_written
+        t.ncu_read += r.ncu_dram_bytes_read
+        t.ncu_written += r.ncu_dram_bytes_written
     return [totals[k] for k in sorted(totals)]
 
 
@@ -343,10 +409,10 @@ def plot_dram_against_ledger(results: NcuDram) -> Any:
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for mode, style in (("all", "-"), ("none", "--")):
         for pipeline, marker in (("three kernels", "o"), ("fused", "s")):
-            rows = [t for t in pipeline_totals(results, mode) if t["pipeline"] == pipeline]
+            rows = [t for t in pipeline_totals(results, mode) if t.pipeline == pipeline]
             if rows:
-                x = [t["n"] * 4 / 1e6 for t in rows]
-                y = [(t["ncu_read"] + t["ncu_written"]) / t["ledger"] for t in rows]
+                x = [t.n * 4 / 1e6 for t in rows]
+                y = [t.ncu / t.ledger for t in rows]
                 label = f"{pipeline}, L2 {'flushed before each kernel' if mode == 'all' else 'kept between kernels'}"
                 _ = ax.plot(x, y, style, marker=marker, label=label)
     if results.l2_cache_bytes:
@@ -390,19 +456,19 @@ def three_way_table(comparisons: Sequence[Comparison], n_small: int, results: Nc
         "three kernels": sum(c.simulated.bytes_read + c.simulated.bytes_written for c in comparisons if c.kernel != "fused_kernel") / n_small,
         "fused": sum(c.simulated.bytes_read + c.simulated.bytes_written for c in comparisons if c.kernel == "fused_kernel") / n_small,
     }
-    kept = {(t["n"], t["pipeline"]): t for t in pipeline_totals(results, "none")}
+    kept = {(t.n, t.pipeline): t for t in pipeline_totals(results, "none")}
     rows = [("n", "pipeline", "PTX MB", "simulator MB", "ncu MB (flushed)", "ncu MB (L2 kept)")]
     for t in pipeline_totals(results, "all"):
-        if sizes is not None and t["n"] not in sizes:
+        if sizes is not None and t.n not in sizes:
             continue
-        k = kept.get((t["n"], t["pipeline"]))
+        k = kept.get((t.n, t.pipeline))
         rows.append((
-            f"2^{t['n'].bit_length() - 1}",
-            t["pipeline"],
-            f"{t['ledger'] / 1e6:.1f}",
-            f"{per_element[t['pipeline']] * t['n'] / 1e6:.1f}",
-            f"{(t['ncu_read'] + t['ncu_written']) / 1e6:.1f}",
-            f"{(k['ncu_read'] + k['ncu_written']) / 1e6:.1f}" if k else "-",
+            f"2^{t.n.bit_length() - 1}",
+            t.pipeline,
+            f"{t.ledger / 1e6:.1f}",
+            f"{per_element[t.pipeline] * t.n / 1e6:.1f}",
+            f"{t.ncu / 1e6:.1f}",
+            f"{k.ncu / 1e6:.1f}" if k else "-",
         ))
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows)
@@ -626,7 +692,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
 
         result = collect(sizes, args.modes.split(","))
-        print(json.dumps(result.agreement_check))
+        print(json.dumps(asdict(result.agreement_check)))
 
 
 if __name__ == "__main__":

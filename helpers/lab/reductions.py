@@ -11,8 +11,6 @@ DRAM bytes with Nsight Compute.  In the simulator only the checks run, at tiny s
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import math
 import subprocess
 import sys
@@ -491,35 +489,39 @@ def bench_adamw(size: int, count: int, repeats: int = 20, steps: int = 3) -> Ada
 
 
 
-def _row_title(part: str, row: dict[str, Any]) -> str:
+Row = SoftmaxRow | AttentionRow | AdamWRow
+Bench = SoftmaxBench | AttentionBench | AdamWBench
+
+
+def _row_title(part: str, row: Row) -> str:
     if part == "softmax":
-        return f"softmax {row['rows']} x {row['cols']}"
+        return f"softmax {row.rows} x {row.cols}"
     if part == "attention":
-        return f"attention B={row['batch']} H={row['heads']} L={row['length']} d={row['head_dim']}"
-    return f"AdamW, {row['case']} ({row['tensors']} tensor{'s' if row['tensors'] != 1 else ''}, {row['elements']:,} elements)"
+        return f"attention B={row.batch} H={row.heads} L={row.length} d={row.head_dim}"
+    return f"AdamW, {row.case} ({row.tensors} tensor{'s' if row.tensors != 1 else ''}, {row.elements:,} elements)"
 
 
-def plot_part(part: str, record: dict[str, Any]) -> Any:
+def plot_part(part: str, record: Bench) -> Any:
     """One panel per measured shape: GPU time of every implementation (log scale), Numba in blue, torch in orange."""
     import matplotlib.pyplot as plt
 
-    rows = record["rows"]
-    fig, axes = plt.subplots(len(rows), 1, figsize=(8, 0.32 * sum(len(r["measured"]) for r in rows) + 1.2 * len(rows)),
+    rows = record.rows
+    fig, axes = plt.subplots(len(rows), 1, figsize=(8, 0.32 * sum(len(r.measured) for r in rows) + 1.2 * len(rows)),
                              squeeze=False)
     for ax, row in zip(axes[:, 0], rows):
-        timed = [m for m in row["measured"] if m.get("median_ms")]
-        names = [m["name"] for m in timed]
+        timed = [m for m in row.measured if m.median_ms]
+        names = [m.name for m in timed]
         colors = ["tab:blue" if n.startswith("numba") else "tab:orange" for n in names]
         y = list(range(len(names)))[::-1]  # points, not bars: a bar's length means nothing on a log axis
-        _ = ax.scatter([m["median_ms"] for m in timed], y, c=colors, zorder=3)
+        _ = ax.scatter([m.median_ms for m in timed], y, c=colors, zorder=3)
         ax.set_yticks(y, names)
         ax.grid(axis="x", which="both", alpha=0.3)
         ax.set_xscale("log")
         ax.set_xlabel("median GPU time (ms), log scale")
         ax.set_title(_row_title(part, row), fontsize=9)
         ax.tick_params(axis="y", labelsize=7)
-    provenance = record.get("provenance") or {}
-    fig.suptitle(f"{provenance.get('device', '')}, {str(provenance.get('date', ''))[:10]}", fontsize=8)
+    where = record.provenance
+    fig.suptitle(f"{where.device if where else ''}, {where.date[:10] if where else ''}", fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -595,9 +597,9 @@ RECORDS: dict[str, type[results.Record]] = {"softmax": SoftmaxBench, "attention"
                                             "attention_ncu": AttentionDram, "adamw": AdamWBench}
 
 
-def committed(part: str) -> dict[str, Any] | None:
-    """The committed H200 record for ``part`` (softmax, attention, attention_ncu, adamw) as plain
-    values, or None (saying why) if there is none."""
+def committed(part: str) -> Bench | AttentionDram | None:
+    """The committed H200 record for ``part`` (softmax, attention, attention_ncu, adamw), or None (saying why)
+    if there is none."""
     try:
         record = results.load(RECORDS[part])
     except results.ResultError as error:
@@ -605,112 +607,117 @@ def committed(part: str) -> dict[str, Any] | None:
         return None
     where = record.provenance.describe() if record.provenance else "(no provenance recorded)"
     print(f"committed result ({part}): {where}")
-    return dataclasses.asdict(record)
+    return record
 
 
-def _by_name(row: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {m["name"]: m for m in row["measured"]}
+def _by_name(row: Row) -> dict[str, Measured]:
+    return {m.name: m for m in row.measured}
 
 
-def best(row: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+def _median(row: Row, name: str) -> float | None:
+    """The median time of the implementation called ``name`` in ``row``, or None if absent or untimed."""
+    m = _by_name(row).get(name)
+    return None if m is None else m.median_ms
+
+
+def best(row: Row, prefix: str) -> Measured | None:
     """The fastest checked measurement whose name starts with ``prefix``."""
-    timed = [m for m in row["measured"] if m["name"].startswith(prefix) and m["median_ms"] is not None]
-    return min(timed, key=lambda m: m["median_ms"]) if timed else None
+    timed = [m for m in row.measured if m.name.startswith(prefix) and m.median_ms is not None]
+    return min(timed, key=lambda m: m.median_ms) if timed else None
 
 
-def softmax_table(record: dict[str, Any]) -> str:
+def softmax_table(record: SoftmaxBench) -> str:
     """Time and GB/s (x read once plus out written once) per implementation and shape."""
     lines = [f"{'M x N':>12}  {'implementation':34s} {'time':>10}  {'GB/s':>6}  {'max rel err':>11}"]
-    for row in record["rows"]:
-        for m in row["measured"]:
-            t = "-" if m["median_ms"] is None else f"{m['median_ms']:7.4f} ms"
-            gbs = "-" if m["median_ms"] is None else f"{row['bytes_moved'] / m['median_ms'] / 1e6:6.0f}"
-            err = "-" if m["max_rel_err"] is None else f"{m['max_rel_err']:.1e}"
-            lines.append(f"{row['rows']:>6} x {row['cols']:<5}  {m['name']:34s} {t:>10}  {gbs:>6}  {err:>11}")
-    if record.get("copy_ceiling_gbs"):
-        lines.append(f"device-to-device copy, same run: {record['copy_ceiling_gbs']:.0f} GB/s")
+    for row in record.rows:
+        for m in row.measured:
+            t = "-" if m.median_ms is None else f"{m.median_ms:7.4f} ms"
+            gbs = "-" if m.median_ms is None else f"{row.bytes_moved / m.median_ms / 1e6:6.0f}"
+            err = "-" if m.max_rel_err is None else f"{m.max_rel_err:.1e}"
+            lines.append(f"{row.rows:>6} x {row.cols:<5}  {m.name:34s} {t:>10}  {gbs:>6}  {err:>11}")
+    if record.copy_ceiling_gbs:
+        lines.append(f"device-to-device copy, same run: {record.copy_ceiling_gbs:.0f} GB/s")
     return "\n".join(lines)
 
 
-def softmax_claims(record: dict[str, Any]) -> list[str]:
+def softmax_claims(record: SoftmaxBench) -> list[str]:
     """The performance claims about the fused softmax, each answered from the record."""
     claims = []
-    for row in record["rows"]:
+    for row in record.rows:
         fused, unfused = best(row, "numba fused"), best(row, "numba unfused")
-        torch_sm = _by_name(row).get("torch.softmax")
-        shape = f"{row['rows']} x {row['cols']}"
-        if fused and torch_sm and torch_sm["median_ms"]:
-            ratio = torch_sm["median_ms"] / fused["median_ms"]
+        torch_ms = _median(row, "torch.softmax")
+        shape = f"{row.rows} x {row.cols}"
+        if fused and torch_ms:
+            ratio = torch_ms / fused.median_ms
             claims.append(f"fused Numba softmax at least as fast as torch.softmax at {shape}: "
                           f"{'yes' if ratio >= 1 else 'no'}, {ratio:.2f}x its throughput")
         if fused and unfused:
-            ratio = unfused["median_ms"] / fused["median_ms"]
+            ratio = unfused.median_ms / fused.median_ms
             claims.append(f"fused is >= 3x faster than the four Numba kernels at {shape}: "
                           f"{'yes' if ratio >= 3 else 'no'}, {ratio:.2f}x")
-        if fused and record.get("copy_ceiling_gbs"):
-            frac = row["bytes_moved"] / fused["median_ms"] / 1e6 / record["copy_ceiling_gbs"]
+        if fused and record.copy_ceiling_gbs:
+            frac = row.bytes_moved / fused.median_ms / 1e6 / record.copy_ceiling_gbs
             claims.append(f"fused softmax at {shape} reaches {frac:.0%} of the device copy's bandwidth "
-                          f"({fused['name']})")
+                          f"({fused.name})")
     return claims
 
 
-def attention_table(record: dict[str, Any]) -> str:
+def attention_table(record: AttentionBench) -> str:
     """Time and TFLOP/s (4 L^2 d per head) per implementation and length."""
     lines = [f"{'L':>5}  {'implementation':34s} {'time':>10}  {'TFLOP/s':>7}  {'error':>8}  note"]
-    for row in record["rows"]:
-        for m in row["measured"]:
-            t = "-" if m["median_ms"] is None else f"{m['median_ms']:7.3f} ms"
-            tf = "-" if m["median_ms"] is None else f"{row['flops'] / m['median_ms'] / 1e9:7.1f}"
-            err = "-" if m["max_rel_err"] is None else f"{m['max_rel_err']:.1e}"
-            lines.append(f"{row['length']:>5}  {m['name']:34s} {t:>10}  {tf:>7}  {err:>8}  {m['note']}")
+    for row in record.rows:
+        for m in row.measured:
+            t = "-" if m.median_ms is None else f"{m.median_ms:7.3f} ms"
+            tf = "-" if m.median_ms is None else f"{row.flops / m.median_ms / 1e9:7.1f}"
+            err = "-" if m.max_rel_err is None else f"{m.max_rel_err:.1e}"
+            lines.append(f"{row.length:>5}  {m.name:34s} {t:>10}  {tf:>7}  {err:>8}  {m.note}")
     return "\n".join(lines)
 
 
-def attention_claims(record: dict[str, Any], ncu_record: dict[str, Any] | None = None) -> list[str]:
+def attention_claims(record: AttentionBench, ncu_record: AttentionDram | None = None) -> list[str]:
     """The claims about the fused attention kernel, each answered from the records."""
     claims = []
-    for row in record["rows"]:
+    for row in record.rows:
         fused, unfused = best(row, "numba fused q"), best(row, "numba unfused")
-        naive = _by_name(row).get("torch naive fp32 (TF32 off)")
-        L = row["length"]
+        naive_ms = _median(row, "torch naive fp32 (TF32 off)")
+        L = row.length
         if fused and unfused:
-            r = unfused["median_ms"] / fused["median_ms"]
+            r = unfused.median_ms / fused.median_ms
             claims.append(f"fused faster than the unfused Numba pipeline at L = {L}: {'yes' if r > 1 else 'no'}, {r:.2f}x")
-        if fused and naive and naive["median_ms"]:
-            r = naive["median_ms"] / fused["median_ms"]
+        if fused and naive_ms:
+            r = naive_ms / fused.median_ms
             claims.append(f"fused faster than naive torch fp32 at L = {L}: {'yes' if r > 1 else 'no'}, {r:.2f}x")
-        if fused and record.get("peak_fp32_flops"):
-            frac = row["flops"] / (fused["median_ms"] * 1e-3) / record["peak_fp32_flops"]
-            claims.append(f"fused at L = {L} runs at {frac:.0%} of the FP32 peak ({fused['name']})")
-    if ncu_record and ncu_record.get("ratio"):
-        r = ncu_record["ratio"]
-        claims.append(f"fused moves >= 10x fewer DRAM bytes than unfused at L = {ncu_record['length']}, "
-                      f"{ncu_record['heads']} heads (ncu): "
+        if fused and record.peak_fp32_flops:
+            frac = row.flops / (fused.median_ms * 1e-3) / record.peak_fp32_flops
+            claims.append(f"fused at L = {L} runs at {frac:.0%} of the FP32 peak ({fused.name})")
+    if ncu_record and ncu_record.ratio:
+        r = ncu_record.ratio
+        claims.append(f"fused moves >= 10x fewer DRAM bytes than unfused at L = {ncu_record.length}, "
+                      f"{ncu_record.heads} heads (ncu): "
                       f"{'yes' if r >= 10 else 'no'}, {r:.0f}x")
     return claims
 
 
-def adamw_table(record: dict[str, Any]) -> str:
+def adamw_table(record: AdamWBench) -> str:
     """Time and GB/s (at the fused kernel's 28 B per element) per implementation and case."""
     lines = [f"{'case':12s} {'implementation':44s} {'time':>10}  {'GB/s':>6}  {'diff vs torch':>13}"]
-    for row in record["rows"]:
-        for m in row["measured"]:
-            t = "-" if m["median_ms"] is None else f"{m['median_ms']:7.3f} ms"
-            gbs = "-" if m["median_ms"] is None else f"{row['bytes_fused'] / m['median_ms'] / 1e6:6.0f}"
-            err = "-" if m["max_rel_err"] is None else f"{m['max_rel_err']:.1e}"
-            lines.append(f"{row['case']:12s} {m['name']:44s} {t:>10}  {gbs:>6}  {err:>13}")
+    for row in record.rows:
+        for m in row.measured:
+            t = "-" if m.median_ms is None else f"{m.median_ms:7.3f} ms"
+            gbs = "-" if m.median_ms is None else f"{row.bytes_fused / m.median_ms / 1e6:6.0f}"
+            err = "-" if m.max_rel_err is None else f"{m.max_rel_err:.1e}"
+            lines.append(f"{row.case:12s} {m.name:44s} {t:>10}  {gbs:>6}  {err:>13}")
     return "\n".join(lines)
 
 
-def adamw_claims(record: dict[str, Any]) -> list[str]:
+def adamw_claims(record: AdamWBench) -> list[str]:
     """The claims about the fused AdamW step, answered from the record."""
     claims = []
-    for row in record["rows"]:
-        by = _by_name(row)
-        ours, theirs = by.get("numba fused (one launch per tensor)"), by.get("torch AdamW fused=True")
-        if ours and theirs and ours["median_ms"] and theirs["median_ms"]:
-            r = ours["median_ms"] / theirs["median_ms"]
-            where = "one tensor of 2^26" if row["case"] == "one tensor" else f"a list of {row['tensors']} tensors"
+    for row in record.rows:
+        ours, theirs = _median(row, "numba fused (one launch per tensor)"), _median(row, "torch AdamW fused=True")
+        if ours and theirs:
+            r = ours / theirs
+            where = "one tensor of 2^26" if row.case == "one tensor" else f"a list of {row.tensors} tensors"
             claims.append(f"fused Numba step within 10% of torch's fused=True on {where}: "
                           f"{'yes' if r <= 1.1 else 'no'}, {r:.2f}x its time")
     return claims
@@ -742,51 +749,52 @@ def resident_blocks(threads: int, regs: int, max_threads: int = 2048, max_blocks
     return max(0, min(max_blocks, max_threads // threads, registers_per_sm // (per_warp * warps)))
 
 
-def bytes_in_flight(record: dict[str, Any], rows: int = 16384, cols: int = 4096) -> list[InFlight]:
+def bytes_in_flight(record: SoftmaxBench, rows: int = 16384, cols: int = 4096) -> list[InFlight]:
     """Bytes in flight for each timed fused and online Numba softmax at one shape.
 
     A row-in-registers thread issues all its ``ceil(cols / threads)`` loads before it
     uses any; an online thread uses each value before its next load, so count one.
     """
-    sms = record["provenance"]["sm_count"]
+    if record.provenance is None or record.provenance.sm_count is None:
+        raise results.ResultError("bytes_in_flight needs the SM count of the GPU that was measured (its provenance)")
+    sms = record.provenance.sm_count
     out = []
-    for row in record["rows"]:
-        if (row["rows"], row["cols"]) != (rows, cols):
+    for row in record.rows:
+        if (row.rows, row.cols) != (rows, cols):
             continue
-        for m in row["measured"]:
-            if m["median_ms"] is None or not m.get("registers") or not m["name"].startswith(("numba fused", "numba online")):
+        for m in row.measured:
+            if m.median_ms is None or not m.registers or not m.name.startswith(("numba fused", "numba online")):
                 continue
-            t = m["threads_per_block"]
-            loads = -(-cols // t) if m["name"].startswith("numba fused") else 1
-            blocks = resident_blocks(t, m["registers"])
-            out.append(InFlight(m["name"], t, m["registers"], blocks, loads, sms * blocks * t * loads * 4,
-                                row["bytes_moved"] / m["median_ms"] / 1e6))
+            t = m.threads_per_block
+            loads = -(-cols // t) if m.name.startswith("numba fused") else 1
+            blocks = resident_blocks(t, m.registers)
+            out.append(InFlight(m.name, t, m.registers, blocks, loads, sms * blocks * t * loads * 4,
+                                row.bytes_moved / m.median_ms / 1e6))
     return out
 
 
-def adamw_launches(record: dict[str, Any]) -> list[str]:
+def adamw_launches(record: AdamWBench) -> list[str]:
     """What the launch count costs on the list of tensors, from the record's times."""
-    rows = [r for r in record["rows"] if r["case"] == "list"]
+    rows = [r for r in record.rows if r.case == "list"]
     if not rows:
         return ["no measurement of the list of tensors in this record"]
     row = rows[0]
-    by = _by_name(row)
-    per_tensor = by.get("numba fused (one launch per tensor)", {}).get("median_ms")
-    flat = by.get("numba fused, one launch over a flat buffer", {}).get("median_ms")
-    unfused = by.get("numba unfused (8 launches per tensor)", {}).get("median_ms")
-    n = row["tensors"]
+    per_tensor = _median(row, "numba fused (one launch per tensor)")
+    flat = _median(row, "numba fused, one launch over a flat buffer")
+    unfused = _median(row, "numba unfused (8 launches per tensor)")
+    n = row.tensors
     lines = []
     if per_tensor and flat:
         lines.append(f"{n} launches: {per_tensor:.3f} ms; one launch over the same bytes: {flat:.3f} ms; "
                      f"so each extra launch costs about {(per_tensor - flat) / (n - 1) * 1e3:.1f} µs")
     if unfused and flat:
         lines.append(f"{8 * n} launches (unfused): {unfused:.3f} ms, {unfused / flat:.0f}x the single launch")
-    one = [r for r in record["rows"] if r["case"] == "one tensor"]
+    one = [r for r in record.rows if r.case == "one tensor"]
     if one:
-        big = _by_name(one[0]).get("numba fused (one launch per tensor)", {}).get("median_ms")
+        big = _median(one[0], "numba fused (one launch per tensor)")
         if big:
-            gbs = one[0]["bytes_fused"] / big / 1e6
-            average = row["bytes_fused"] / n
+            gbs = one[0].bytes_fused / big / 1e6
+            average = row.bytes_fused / n
             lines.append(f"an average tensor's {average / 1e6:.1f} MB take {average / gbs / 1e3:.2f} µs at the "
                          f"large tensor's {gbs:.0f} GB/s")
     return lines
