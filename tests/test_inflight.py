@@ -296,10 +296,11 @@ def test_two_by_two_ratios():
                                                median_ms=ms, bitwise_equal=True)
                         for (name, (w, k, b)), ms in zip(inflight.PIPELINES.items(), (0.6, 0.25, 0.5, 0.25))]
     ratios = inflight.two_by_two(record)
-    assert ratios["fusion, 4-byte"] == pytest.approx(2.4)
-    assert ratios["fusion, 16-byte"] == pytest.approx(2.0)
-    assert ratios["width, three kernels"] == pytest.approx(1.2)
-    assert ratios["both"] == pytest.approx(2.4)
+    assert ratios.fusion_4_byte == pytest.approx(2.4)
+    assert ratios.fusion_16_byte == pytest.approx(2.0)
+    assert ratios.width_three_kernels == pytest.approx(1.2)
+    assert ratios.width_fused == pytest.approx(1.0)
+    assert ratios.both == pytest.approx(2.4)
     claims = inflight.summarize(record).claims
     assert [c.holds for c in claims[-2:]] == [False, True]
 

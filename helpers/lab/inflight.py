@@ -1264,21 +1264,31 @@ def arithmetic_table(record: BytesInFlight) -> str:
     return "\n".join(lines)
 
 
-def two_by_two(record: BytesInFlight) -> dict[str, float | None]:
-    """The 2x2's times and ratios: fused against three kernels at each width, and width against width."""
+@dataclass(frozen=True)
+class TwoByTwo:
+    """The 2x2's ratios (times, three kernels over fused, or 4-byte over 16-byte); None where a corner is missing."""
+
+    fusion_4_byte: float | None  # three kernels / fused, one element per thread
+    fusion_16_byte: float | None  # three kernels / fused, one float4 per thread
+    width_three_kernels: float | None  # 4-byte / 16-byte, three kernels
+    width_fused: float | None  # 4-byte / 16-byte, fused
+    both: float | None  # three 4-byte kernels / fused 16-byte kernel
+
+
+def two_by_two(record: BytesInFlight) -> TwoByTwo:
+    """The 2x2's ratios: fused against three kernels at each width, and width against width."""
     t = {name: record.pipeline(name).median_ms for name in PIPELINES}
 
     def ratio(x: str, y: str) -> float | None:
         return None if not t[x] or not t[y] else t[x] / t[y]
 
-    return {
-        "fusion, 4-byte": ratio("three kernels, 4-byte", "fused, 4-byte"),
-        "fusion, 16-byte": ratio("three kernels, 16-byte", "fused, 16-byte"),
-        "width, three kernels": ratio("three kernels, 4-byte", "three kernels, 16-byte"),
-        "width, fused": ratio("fused, 4-byte", "fused, 16-byte"),
-        "both": ratio("three kernels, 4-byte", "fused, 16-byte"),
-    }
-
+    return TwoByTwo(
+        fusion_4_byte=ratio("three kernels, 4-byte", "fused, 4-byte"),
+        fusion_16_byte=ratio("three kernels, 16-byte", "fused, 16-byte"),
+        width_three_kernels=ratio("three kernels, 4-byte", "three kernels, 16-byte"),
+        width_fused=ratio("fused, 4-byte", "fused, 16-byte"),
+        both=ratio("three kernels, 4-byte", "fused, 16-byte"),
+    )
 
 
 def same_in_flight_table(record: BytesInFlight) -> str:

@@ -66,7 +66,8 @@ DIRECT_THREE, DIRECT_FUSED = "numba three kernels", "numba fused"
 GRAPH_THREE, GRAPH_FUSED = "numba three kernels + graph", "numba fused + graph"
 GRAPH_BEST = "numba fused (best) + graph"
 NUMBA_VARIANTS = (DIRECT_THREE, DIRECT_FUSED, GRAPH_THREE, GRAPH_FUSED, GRAPH_BEST)
-PEERS = ("cupy ElementwiseKernel", "torch eager", "torch.compile", "torch.compile reduce-overhead")
+RO, RO_STATIC = "torch.compile reduce-overhead", "torch.compile reduce-overhead, static inputs"
+PEERS = ("cupy ElementwiseKernel", "torch eager", "torch.compile", RO, RO_STATIC)
 
 
 # --- the record ----------------------------------------------------------------------------------
@@ -442,13 +443,25 @@ def torch_dynamic() -> bool:
     return value == "1"
 
 
-def _torch_compiled(pool: Pool, mode: str | None) -> Callable[[int], Case]:
+def _torch_compiled(pool: Pool, mode: str | None, static: bool = False) -> Callable[[int], Case]:
+    """torch.compile of the expression; ``static`` marks a, b and c as staying at their addresses.
+
+    In ``reduce-overhead`` mode torch replays a CUDA graph recorded on buffers of its own,
+    and copies each input that is not marked static into them before every replay.
+    """
     torch = _require("torch")
     dynamic = torch_dynamic()
     if not dynamic:  # one compilation per size: let every size of the sweep have its own
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
     full = [torch.as_tensor(x, device="cuda") for x in (pool.a, pool.b, pool.c)]
     s = float(pool.s)  # baked in as a constant, as a graph bakes in its scalars
+
+    def views(n: int) -> list[Any]:
+        parts = [x[:n] for x in full]
+        if static:  # the views keep their addresses from call to call: no copy into torch's own buffers
+            for part in parts:
+                torch._dynamo.mark_static_address(part, guard=False)
+        return parts
 
     def expression(a: Any, b: Any, c: Any) -> Any:
         return (a + b) * c / s
@@ -462,13 +475,13 @@ def _torch_compiled(pool: Pool, mode: str | None) -> Callable[[int], Case]:
     started = time.perf_counter()
     for _ in range(3):  # reduce-overhead records its graph on a later call than the first
         step()
-        compiled(*(x[:1000] for x in full))
+        compiled(*views(1000))
     torch.cuda.synchronize()
     print(f"torch.compile {mode or 'default'} (dynamic={dynamic}): ready in {time.perf_counter() - started:.1f} s",
           file=sys.stderr)
 
     def case(n: int) -> Case:
-        a, b, c = (x[:n] for x in full)
+        a, b, c = views(n)
         last: list[Any] = []
 
         def call() -> None:
@@ -504,15 +517,21 @@ FACTORIES: dict[str, tuple[Variant, Callable[[Pool], Callable[[int], Case]]]] = 
     "torch eager": (Variant("torch eager", THREE, 3, False, note="torch.add/mul/div with out="), _torch_eager),
     "torch.compile": (Variant("torch.compile", FUSED, 1, False, note="Inductor/Triton, dynamic=True"),
                       lambda p: _torch_compiled(p, None)),
-    "torch.compile reduce-overhead": (
-        Variant("torch.compile reduce-overhead", FUSED, 1, True,
-                note="Inductor/Triton, dynamic=True, mode='reduce-overhead': torch records and replays CUDA graphs"),
+    RO: (
+        Variant(RO, FUSED, 1, True,
+                note="Inductor/Triton, dynamic=True, mode='reduce-overhead': torch records and replays CUDA graphs, "
+                     "copying its inputs into the graph's own buffers first"),
         lambda p: _torch_compiled(p, "reduce-overhead")),
+    RO_STATIC: (
+        Variant(RO_STATIC, FUSED, 1, True,
+                note="as reduce-overhead, with a, b and c marked static (torch._dynamo.mark_static_address): "
+                     "the graph reads them where they are"),
+        lambda p: _torch_compiled(p, "reduce-overhead", static=True)),
 }
 KEYS = {"three": DIRECT_THREE, "fused": DIRECT_FUSED, "three-graph": GRAPH_THREE, "fused-graph": GRAPH_FUSED,
         "best-graph": GRAPH_BEST,
         "cupy": "cupy ElementwiseKernel", "torch": "torch eager", "compile": "torch.compile",
-        "compile-ro": "torch.compile reduce-overhead"}
+        "compile-ro": RO, "compile-ro-static": RO_STATIC}
 
 
 def verify(case: Case, label: str, n: int, expected: Any) -> Check:
@@ -762,7 +781,7 @@ def claims(record: LaunchesRun) -> list[Claim]:
 COLORS = {DIRECT_THREE: "#c44e52", DIRECT_FUSED: "#4c72b0", GRAPH_THREE: "#e8a09a", GRAPH_FUSED: "#1f3f7a",
           GRAPH_BEST: "#000000",
           "cupy ElementwiseKernel": "#55a868", "torch eager": "#dd8452", "torch.compile": "#8172b3",
-          "torch.compile reduce-overhead": "#3b2a80"}
+          RO: "#3b2a80", RO_STATIC: "#c44e52"}
 
 
 def plot_argument_costs(record: LaunchesRun) -> Any:

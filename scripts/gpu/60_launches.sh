@@ -4,7 +4,7 @@
 #      lazy and explicit signature) and {three kernels, fused} x {direct, graph} beside CuPy,
 #      torch eager and torch.compile (default and reduce-overhead), every variant checked first.
 # Writes results/h200/launches.json, launches_arguments.png, launches_two_by_two.png (also to $OUT).
-# About 3 minutes on an H200 (at most 100 + 55 + 2 x 160 s; tests/test_graphs.py runs in the pytest phase).  Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/60_launches.sh
+# About 3 minutes on an H200 (at most 100 + 55 + 3 x 160 s; tests/test_graphs.py runs in the pytest phase).  Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/60_launches.sh
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 SIZES=${LAUNCH_SIZES:-'2^10..2^28:2'}  # every other power of two
@@ -25,5 +25,8 @@ if [ $ro -ne 0 ]; then
     LAUNCHES_TORCH_DYNAMIC=0 timeout -s USR1 -k 10 150 python3 -m helpers.lab.launches --sizes "$SIZES" --repeats 20 --impl compile-ro --merge
     echo "torch.compile reduce-overhead (dynamic=False): rc=$?"
 fi
+# The same mode told that a, b and c stay where they are (no copy into torch's buffers before a replay).
+timeout -s USR1 -k 10 150 python3 -m helpers.lab.launches --sizes "$SIZES" --repeats 20 --impl compile-ro-static --merge
+echo "torch.compile reduce-overhead, static inputs: rc=$?"
 if [ -n "${OUT:-}" ]; then mkdir -p "$OUT"; cp results/h200/launches*.json results/h200/launches*.png "$OUT"/ 2>/dev/null; fi
 exit $rc
