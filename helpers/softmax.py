@@ -19,13 +19,9 @@ stand-ins that exchange values through shared memory: same results, same argumen
 from __future__ import annotations
 
 import dataclasses
-import json
+import importlib
 import math
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -33,6 +29,7 @@ from numba import cuda, float32
 
 from .backend import is_simulator
 from .checks import poisoned
+from .counting.other_backend import SIMULATOR, OtherBackendError, run_under
 from .ledger import Ledger
 
 FULL_MASK = 0xFFFFFFFF
@@ -412,19 +409,21 @@ def count_in_simulator(function: Callable[..., list[Ledger]], **kwargs: Any) -> 
     """
     if is_simulator():
         return [counted(ledger) for ledger in function(**kwargs)]
-    code = (
-        "import helpers, json, dataclasses\n"
-        f"import {function.__module__} as m\n"
-        "from helpers.softmax import counted\n"
-        f"print(json.dumps([dataclasses.asdict(counted(l)) for l in m.{function.__name__}(**json.loads({json.dumps(kwargs)!r}))]))"
-    )
-    root = str(Path(__file__).resolve().parent.parent)
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
-    if done.returncode != 0:
-        last = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
-        raise RuntimeError(f"counting {function.__name__} in the simulator failed: {last[0]}")
-    return [Counted(**c) for c in json.loads(done.stdout.strip().splitlines()[-1])]
+    request = {"function": f"{function.__module__}:{function.__name__}", "kwargs": kwargs}
+    try:
+        rows = run_under(SIMULATOR, "helpers.softmax:count_request", request)
+    except OtherBackendError as exc:
+        raise RuntimeError(f"counting {function.__name__} in the simulator failed: {exc}") from exc
+    return [Counted(**row) for row in rows]
+
+
+def count_request(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The simulator's side of :func:`count_in_simulator`: call the named helpers function, return its counts."""
+    module, _, name = request["function"].partition(":")
+    if not module.startswith("helpers."):
+        raise ValueError(f"count_in_simulator counts functions of helpers modules, got {request['function']!r}")
+    function = getattr(importlib.import_module(module), name)
+    return [dataclasses.asdict(counted(ledger)) for ledger in function(**request["kwargs"])]
 
 
 def count_ledgers(rows: int = 8, cols: int = 37) -> list[Ledger]:

@@ -95,7 +95,7 @@ for kernel, sig in kernels:
 def test_kernels_compile_to_float32_arithmetic_only():
     """A bare -math.inf or 0 in a kernel makes Numba compute in float64, several times slower on a GPU."""
     root = str(Path(__file__).resolve().parent.parent)
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", PYTHONPATH=root)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     done = subprocess.run([sys.executable, "-c", FLOAT32_ONLY], capture_output=True, text=True, env=env, timeout=300)
     if done.returncode != 0 and "NVVM" in done.stderr:
         pytest.skip("no NVVM to compile PTX with")

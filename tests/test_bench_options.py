@@ -44,7 +44,7 @@ def test_absurd_exponents_are_refused_before_anything_is_computed():
 def test_the_command_line_gives_a_usage_error_not_a_traceback(tmp_path):
     target = tmp_path / "a_file"
     target.write_text("")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, "-m", "helpers.lab.bench", "--out", str(target), "--no-overhead"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
