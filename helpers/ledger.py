@@ -474,6 +474,7 @@ def _install_simulator_hook() -> None:
 
 
 def _install_gpu_hook() -> None:
+    from numba import cuda
     from numba.cuda.dispatcher import CUDADispatcher
 
     original = CUDADispatcher.call
@@ -485,8 +486,9 @@ def _install_gpu_hook() -> None:
         record = _check_launch(name, args, names)
         grid, block = launch_dims(launch_config.griddim, launch_config.blockdim)
         if current_engine() == "dynamic":  # on copies of the inputs as they are before this launch
+            on_device = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in plain]  # as Numba copies them
             try:
-                traffic: Traffic | str = simulated_traffic(self, grid, block, plain, names)
+                traffic: Traffic | str = simulated_traffic(self, grid, block, on_device, names)
             except (RuntimeError, ValueError) as failure:  # recorded like a refusal: the launch still runs
                 traffic = str(failure)
         result = original(self, args, launch_config)

@@ -122,7 +122,7 @@ def test_attention_claims_from_the_numbers():
 @pytest.mark.parametrize("length, d", [(20, 8), (37, 4)])
 def test_predicted_traffic_is_the_simulator_count(length, d):
     unfused, fused = sm.count_in_simulator(at.count_ledgers, heads=1, length=length, d=d)
-    predicted = at.predicted_traffic(1, length, d)
+    predicted = at.predicted_traffic(1, length, d, at.SIMULATOR_CONFIG)  # the shape count_ledgers runs
     assert unfused.bytes_by_array == predicted.unfused
     assert fused.bytes_by_array == predicted.fused
 

@@ -244,6 +244,18 @@ def test_an_index_past_the_end_is_not_recorded_as_another_element():
         simulated_traffic(copy_unguarded, blocks_for(N), BLOCK_SIZE, (x, out))
 
 
+def test_the_gpu_path_raises_what_the_simulator_raises(monkeypatch):
+    """On a GPU the count runs in a simulator subprocess: its errors come back as the same kinds."""
+    from helpers.counting import traffic as counting
+
+    x, out = device(np.ones(N, np.float32), np.zeros(N, np.float32))
+    with pytest.raises(IndexError, match="out of bounds"):
+        counting._simulate_in_subprocess(copy_unguarded, blocks_for(N), BLOCK_SIZE, (x, out), ["x", "out"])
+    monkeypatch.setattr(counting, "is_simulator", lambda: False)
+    with pytest.raises(TypeError, match="host"):
+        counting.simulated_traffic(read_twice, blocks_for(N), BLOCK_SIZE, (np.ones(N, np.float32), out))
+
+
 def test_the_other_backend_reports_the_real_error():
     from helpers.counting.other_backend import COMPILER, OtherBackendError, run_under
 

@@ -2,7 +2,7 @@
 
 On a GPU the grader's ledger counts from the compiled PTX (the static engine); in the
 simulator it records the executed accesses (the dynamic engine).  Both are forced here,
-in the simulator, for every solution and every known-wrong solution (the folder is
+on either backend, for every solution and every known-wrong solution (the folder is
 globbed, so new ones are included), and for two correct solutions written differently
 from the committed ones: exercise 1 guarded by a scalar `n`, exercise 4 reduced block by
 block.
@@ -45,7 +45,9 @@ def _load(path: Path, name: str):
 def _verdict(exercise, fn, engine: str) -> tuple[bool, str]:
     with counting_engine(engine):
         try:
-            result = grading.grade(exercise, fn, seed=0)
+            # The simulator's sizes on either backend: on a GPU the dynamic engine runs the
+            # simulator in a subprocess, which follows at most about 20,000 threads.
+            result = grading.grade(exercise, fn, sizes=grading.SIMULATOR_SIZES, seed=0)
         except CheckFailed as failure:
             return False, _same_fault(str(failure))
     return True, result.summary()

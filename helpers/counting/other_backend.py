@@ -30,7 +30,15 @@ _ROOT = str(Path(__file__).resolve().parents[2])
 
 
 class OtherBackendError(RuntimeError):
-    """The function failed under the other backend (the message is its own error)."""
+    """The function failed under the other backend (the message is its own error).
+
+    ``kind`` is the name of the exception's class there (``"IndexError"``, say), so a
+    caller can raise the same kind of error here as the same code raises in-process.
+    """
+
+    def __init__(self, message: str, kind: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def run_under(backend: str, entry: str, request: dict[str, Any], timeout: float = 600) -> Any:
@@ -56,7 +64,7 @@ def run_under(backend: str, entry: str, request: dict[str, Any], timeout: float 
             reply = None
     if reply is None or "result" not in reply:
         error = (reply or {}).get("error") or _last_error(done.stderr) or f"exit status {done.returncode}"
-        raise OtherBackendError(error)
+        raise OtherBackendError(error, (reply or {}).get("kind", ""))
     return reply["result"]
 
 
@@ -82,7 +90,7 @@ def _serve() -> None:
     except BaseException as exc:  # every failure goes back as a message, never as a bare exit status
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip().replace("\n", " ")
         sys.stderr.write(traceback.format_exc())
-        sys.stdout.write("\n" + json.dumps({"error": detail}) + "\n")
+        sys.stdout.write("\n" + json.dumps({"error": detail, "kind": type(exc).__name__}) + "\n")
         sys.exit(1)
     sys.stdout.write("\n" + json.dumps({"result": result}) + "\n")
 

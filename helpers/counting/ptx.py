@@ -22,6 +22,7 @@ import json
 import os
 import re
 import textwrap
+import traceback
 import types as pytypes
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -459,7 +460,11 @@ def compile_ptx(kernel: Any, argtypes: Sequence[ArgType], cc: tuple[int, int] | 
         return _compile_in_subprocess(kernel_source(py_func), py_func.__name__, tuple(argtypes), tuple(cc))
     from numba import cuda
 
-    ptx, _ = cuda.compile_ptx(py_func, tuple(a.to_numba() for a in argtypes), cc=cc)
+    try:
+        ptx, _ = cuda.compile_ptx(py_func, tuple(a.to_numba() for a in argtypes), cc=cc)
+    except Exception as exc:  # a typing or lowering error: the same words as the subprocess path gives
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip().replace("\n", " ")
+        raise CannotAttribute(f"compiling {py_func.__name__} to PTX failed: {detail}") from exc
     return ptx
 
 

@@ -33,7 +33,7 @@ from ..backend import is_simulator
 from .emulate import emulate
 from .other_backend import SIMULATOR, OtherBackendError, run_under
 from .ptx import compile_ptx, kernel_source
-from .record import CannotAttribute, LaunchArgs, Traffic, is_array
+from .record import CannotAttribute, LaunchArgs, Traffic
 
 Dims = int | Sequence[int]
 
@@ -148,11 +148,11 @@ def simulated_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence
     """
     record = LaunchArgs.of(args, names)
     names = record.names
-    if not is_simulator():
-        return _simulate_in_subprocess(kernel, griddim, blockdim, args, names)
     for i, a in enumerate(args):
         if isinstance(a, np.ndarray):
             raise TypeError(f"`{names[i]}` is a host (NumPy) array; pass a device array (cuda.to_device)")
+    if not is_simulator():
+        return _simulate_in_subprocess(kernel, griddim, blockdim, args, names)
     wrapped, touches = recording_arguments(args)
     kernel[_dims(griddim), _dims(blockdim)](*wrapped)
     func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
@@ -211,6 +211,10 @@ def simulate_request(request: dict[str, Any]) -> dict[str, Any]:
     return {"read": t.read, "written": t.written}
 
 
+_SAME_KIND: dict[str, type[Exception]] = {"IndexError": IndexError, "TypeError": TypeError}
+"""Errors of the kernel's own making, raised again as themselves (an index past the end, say)."""
+
+
 def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any], names: list[str]) -> Traffic:
     func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
     threads = prod(_dims(griddim)) * prod(_dims(blockdim))
@@ -243,6 +247,8 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
         try:
             result = run_under(SIMULATOR, "helpers.counting.traffic:simulate_request", request)
         except OtherBackendError as exc:
+            if exc.kind in _SAME_KIND:  # what the same launch raises when counted in-process
+                raise _SAME_KIND[exc.kind](str(exc).removeprefix(f"{exc.kind}: ")) from None
             raise RuntimeError(f"the simulator count of {func.__name__} failed: {exc}") from exc
     return Traffic(func.__name__, "simulator", result["read"], result["written"])
 

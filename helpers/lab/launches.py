@@ -756,8 +756,9 @@ def claims(record: LaunchesRun) -> list[Claim]:
             worst = max(timed, key=lambda n: med(mine, n) / med(peer, n))  # type: ignore[operator]
             ratio = med(mine, worst) / med(peer, worst)  # type: ignore[operator]
             short = mine.removeprefix("numba ")
-            note = ("never faster" if not faster else
-                    f"faster at {len(faster)} of {len(timed)} sizes ({', '.join(map(power, faster))}); "
+            note = (f"{peer} is faster at no size; at most {short} takes {ratio:.2f}x its time, at {power(worst)}"
+                    if not faster else
+                    f"{peer} is faster at {len(faster)} of {len(timed)} sizes ({', '.join(map(power, faster))}); "
                     f"at worst {short} takes {ratio:.2f}x its time, at {power(worst)}")
             out.append(Claim(f"{short} is no slower than {peer} at every n from {power(small)} to {power(large)}",
                              ratio, "<= 1.00x at every n", not faster, note))
