@@ -204,7 +204,11 @@ class _Watch:
                 check_capturable(name, args)
                 handle = int(launch_config.stream.handle)
                 if self.adopt is not None and handle == 0:
-                    launch_config.stream, handle = self.adopt, int(self.adopt.handle)
+                    # A configuration of its own: Numba shares one per (grid, block, stream) among all
+                    # later launches, so changing this one's stream would move those onto the capture's.
+                    launch_config = dispatcher.configure(launch_config.griddim, launch_config.blockdim,
+                                                         stream=self.adopt, sharedmem=launch_config.sharedmem)
+                    handle = int(self.adopt.handle)
                 if self.expected_handle is not None and handle != self.expected_handle:
                     raise NotCapturable(
                         f"{name} was launched on another stream than the one the pipeline was given, so a "

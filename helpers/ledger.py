@@ -38,6 +38,7 @@ and out, a ``cuda.In`` hint only in, a ``cuda.Out`` hint only out.
 
 from __future__ import annotations
 
+import copy
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ from .counting import (
     CannotAttribute,
     LaunchArgs,
     Traffic,
+    copies_for_a_count,
     is_array,
     launch_dims,
     recording_arguments,
@@ -120,9 +122,12 @@ class Launch:
     counted_by: str  # "simulator" (executed accesses) or "ptx" (compiled code)
     host_copies: list[HostCopy] = field(default_factory=list)
     uncounted: str | None = None  # why the compiled code could not be counted, if it could not
+    refusal: CannotAttribute | None = field(default=None, repr=False)  # the engine's refusal itself (its kind)
 
     def counted_arrays(self) -> list[ArrayTraffic]:
         """The per-array traffic; raises :class:`CannotAttribute` for a launch that could not be counted."""
+        if self.refusal is not None:
+            raise self.refusal
         if self.uncounted is not None:
             raise CannotAttribute(self.uncounted)
         return self.arrays
@@ -189,6 +194,10 @@ class Ledger:
     def require_counted(self) -> None:
         """Raise :class:`CannotAttribute`, naming the kernel and the reason, if any launch was not counted."""
         for launch in self.launches:
+            if launch.refusal is not None:  # the same kind (OutOfBounds, say), the message led by the kernel
+                named = copy.copy(launch.refusal)
+                named.args = (f"{launch.kernel}: {launch.uncounted}",)
+                raise named
             if launch.uncounted is not None:
                 raise CannotAttribute(f"{launch.kernel}: {launch.uncounted}")
 
@@ -459,7 +468,7 @@ def _install_simulator_hook() -> None:
         if current_engine() == "dynamic":
             wrapped, touches = recording_arguments(args)
             result = original(self, *wrapped)
-            traffic: Traffic | str = traffic_from_touches(name, record, touches)
+            traffic: Traffic | CannotAttribute | str = traffic_from_touches(name, record, touches)
         else:
             result = original(self, *args)
             traffic = _static_count(self, grid, block, record)
@@ -486,9 +495,10 @@ def _install_gpu_hook() -> None:
         record = _check_launch(name, args, names)
         grid, block = launch_dims(launch_config.griddim, launch_config.blockdim)
         if current_engine() == "dynamic":  # on copies of the inputs as they are before this launch
-            on_device = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in plain]  # as Numba copies them
             try:
-                traffic: Traffic | str = simulated_traffic(self, grid, block, on_device, names)
+                with copies_for_a_count():  # not the caller's copies: a watcher of those leaves them out
+                    on_device = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in plain]
+                    traffic: Traffic | CannotAttribute | str = simulated_traffic(self, grid, block, on_device, names)
             except (RuntimeError, ValueError) as failure:  # recorded like a refusal: the launch still runs
                 traffic = str(failure)
         result = original(self, args, launch_config)
@@ -507,22 +517,23 @@ def _install_gpu_hook() -> None:
 
 
 def _static_count(kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], record: LaunchArgs,
-                  ptx: str | None = None) -> Traffic | str:
+                  ptx: str | None = None) -> Traffic | CannotAttribute:
     """The launch counted from its compiled PTX, or the reason it cannot be (recorded, not raised:
     the learner's code runs on, and asking this launch for a count raises with the reason)."""
     try:
         return static_traffic(kernel, grid, block, record, ptx=ptx)
     except CannotAttribute as reason:
-        return str(reason)
+        return reason
 
 
 def _launch(name: str, grid: tuple[int, ...], block: tuple[int, ...], record: LaunchArgs,
-            traffic: Traffic | str, host_copies: list[HostCopy]) -> Launch:
+            traffic: Traffic | CannotAttribute | str, host_copies: list[HostCopy]) -> Launch:
     """One :class:`Launch` from a count (or the reason there is none), on either engine and backend."""
     threads = prod(grid) * prod(block)
-    if isinstance(traffic, str):
+    if isinstance(traffic, (CannotAttribute, str)):
         method = "ptx" if current_engine() == "static" else "simulator"
-        return Launch(name, threads, [], method, host_copies, uncounted=traffic)
+        refusal = traffic if isinstance(traffic, CannotAttribute) else None
+        return Launch(name, threads, [], method, host_copies, uncounted=str(traffic), refusal=refusal)
     return Launch(name, threads, _array_traffic(traffic, record), traffic.method, host_copies)
 
 

@@ -9,6 +9,7 @@ launches far too large for the simulator close the file.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -130,3 +131,17 @@ def test_a_device_function_compiles_and_a_failure_says_why():
 
     with pytest.raises(CannotAttribute, match="NameError|undefined_helper"):
         static_traffic(uses_an_unknown_name, 2, 256, _args(shape), ["x", "out"])
+
+
+@pytest.mark.parametrize("name", ["first_element", "grid_stride_scalar"])
+def test_a_64_bit_bitwise_comparison_counts_as_its_signed_twin(name):
+    """The GPU's own compile (``inspect_asm``) can compare 64-bit values as ``.b64``; the masks that
+    narrow a comparison must not overflow on them (an H200 run raised OverflowError here)."""
+    shape = shapes.by_name()[name]
+    grid, block = shape.launch(N)
+    launch = LaunchArgs.of(_args(shape))
+    ptx = compile_ptx(shape.kernel, launch.argtypes, (9, 0))
+    bitwise = re.sub(r"setp\.(eq|ne)\.s64", r"setp.\1.b64", ptx)
+    assert bitwise != ptx
+    g, b = (grid if isinstance(grid, tuple) else (grid,)), (block if isinstance(block, tuple) else (block,))
+    assert emulate_ranges(bitwise, launch, g, b, name) == emulate_ranges(ptx, launch, g, b, name)

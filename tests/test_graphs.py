@@ -17,7 +17,14 @@ from helpers import graphs, results
 from helpers.checks import check_close, random_inputs
 from helpers.lab import launches
 from helpers.ledger import Ledger
-from helpers.pipeline import add_kernel, reference, run_fused, run_three_kernels
+from helpers.pipeline import (
+    add_kernel,
+    fused_kernel,
+    reference,
+    run_fused,
+    run_three_kernels,
+)
+from helpers.sizes import BLOCK_SIZE, blocks_for
 
 on_gpu = pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU")
 in_simulator = pytest.mark.skipif(not helpers.is_simulator(), reason="simulator behaviour")
@@ -187,6 +194,11 @@ def test_a_launch_on_another_stream_is_refused_and_the_stream_stays_usable():
     adopted.run()
     check_close(out, reference(*(x.copy_to_host() for x in (a, b, c)), 3.0))
     assert [launch.kernel for launch in adopted.launches] == ["fused_kernel"]
+    # later launches without a stream still go to the default stream (Numba shares launch configurations)
+    assert int(fused_kernel[blocks_for(N), BLOCK_SIZE].stream.handle) == 0
+    a_host = np.ones(N, np.float32)
+    fused_kernel[blocks_for(N), BLOCK_SIZE](a_host, b, c, np.float32(1.0), out)  # a host array: a plain launch
+    check_close(out, reference(a_host, *(x.copy_to_host() for x in (b, c)), 1.0))
 
 
 @on_gpu

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+import helpers
+from helpers.device import compute_capability, sm_count
 from helpers.lab import seed_claims as sc
 
 CSV = '''==PROF== Connected to process
@@ -37,9 +39,13 @@ def test_triton_excerpt_keeps_only_the_kernel():
     assert sc.triton_kernel_excerpt(module) == "@triton.jit\ndef triton_poi_0(in_ptr0, xnumel):\n    x = 1"
 
 
-def test_lanes_need_a_gpu():
-    with pytest.raises(RuntimeError, match="simulator"):
-        sc.count_lanes()
+def test_lanes_are_counted_on_a_gpu_and_refused_in_the_simulator():
+    if helpers.is_simulator():
+        with pytest.raises(RuntimeError, match="simulator"):
+            sc.count_lanes()
+        return
+    lanes = sc.count_lanes()
+    assert lanes.lanes == lanes.sm_count * lanes.fp32_lanes_per_sm == sm_count() * sc.FP32_LANES_PER_SM[compute_capability()]
 
 
 def test_round_trip_and_table(tmp_path):
@@ -52,7 +58,7 @@ def test_round_trip_and_table(tmp_path):
     )
     sc.save(claims, tmp_path)
     back = sc.load(tmp_path)
-    assert back.provenance is not None and back.provenance.backend == "simulator"
+    assert back.provenance is not None and back.provenance.backend == ("simulator" if helpers.is_simulator() else "gpu")
     back.provenance = claims.provenance
     assert back == claims
     text = sc.table(back)

@@ -18,6 +18,7 @@ import numpy as np
 from numba import cuda
 
 from ..backend import is_simulator
+from ..counting import copying_for_a_count
 
 
 @dataclass
@@ -58,7 +59,7 @@ class HostCopies:
     _depth: int = 0
 
     def _record(self, direction: str, elements: int, how: str, target: Any) -> None:
-        if self._depth == 0:
+        if self._depth == 0 and not copying_for_a_count():  # the counter's own copies are not the student's
             self.copies.append(Copy(direction, int(elements), how, self.names.get(id(target))))
 
     def _wrap(self, owner: Any, attribute: str, make: Callable[[Any], Callable[..., Any]]) -> None:

@@ -18,7 +18,16 @@ cannot follow.  :func:`compare_counts` runs both on one launch.
 """
 
 from .ptx import PtxCounts, count_global_accesses
-from .record import ArgInfo, CannotAttribute, LaunchArgs, Traffic, is_array
+from .record import (
+    ArgInfo,
+    CannotAttribute,
+    LaunchArgs,
+    OutOfBounds,
+    Traffic,
+    copies_for_a_count,
+    copying_for_a_count,
+    is_array,
+)
 from .traffic import (
     Comparison,
     compare_counts,
@@ -31,7 +40,7 @@ from .traffic import (
 )
 
 __all__ = [
-    "ArgInfo", "LaunchArgs", "is_array", "CannotAttribute", "Comparison", "PtxCounts", "Traffic", "compare_counts", "comparison_table",
+    "ArgInfo", "LaunchArgs", "is_array", "CannotAttribute", "OutOfBounds", "copies_for_a_count", "copying_for_a_count", "Comparison", "PtxCounts", "Traffic", "compare_counts", "comparison_table",
     "count_global_accesses", "launch_dims", "recording_arguments", "simulated_traffic", "static_traffic",
     "traffic_from_touches",
 ]

@@ -381,7 +381,7 @@ class _Machine:
         if family == "setp":
             cmp = parts[1]
             a, b = (_as(s, kind, width) for s in src[:2])
-            if kind == "u" and width == 64:
+            if kind in ("u", "b") and width == 64:  # (1 << 64) - 1 does not fit an int64 mask
                 a, b = a.view(np.uint64), b.view(np.uint64)
             elif kind in ("u", "b"):
                 a, b = a & ((1 << width) - 1), b & ((1 << width) - 1)
@@ -504,7 +504,8 @@ class _Machine:
             raise OutOfBounds(
                 f"{self.kernel}: a thread would access {info.name}[{int(element[outside][0])}], outside "
                 f"the array (size {info.size}); {len(threads)} thread(s) of this launch do so "
-                "(a bounds guard is missing or wrong)"
+                "(a bounds guard is missing or wrong)",
+                info.name, int(element[outside][0]), info.size, len(threads),
             )
         threads = np.flatnonzero(active)
         load = family in ("ld", "atom", "red")
@@ -993,7 +994,8 @@ class _RangeMachine(_Machine):
             raise OutOfBounds(
                 f"{self.kernel}: a thread would access {info.name}[{element}], outside the array "
                 f"(size {info.size}); {int(bad.sum())} thread(s) of block {self.b0} do so "
-                "(a bounds guard is missing or wrong)"
+                "(a bounds guard is missing or wrong)",
+                info.name, element, info.size, int(bad.sum()), self.b0,
             )
         access = _Access(np.flatnonzero(active), k, e0, count, family in ("st", "atom", "red"),
                          family in ("ld", "atom", "red"), step)

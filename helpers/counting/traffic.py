@@ -33,7 +33,7 @@ from ..backend import is_simulator
 from .emulate import emulate
 from .other_backend import SIMULATOR, OtherBackendError, run_under
 from .ptx import compile_ptx, kernel_source
-from .record import CannotAttribute, LaunchArgs, Traffic
+from .record import CannotAttribute, LaunchArgs, Traffic, copies_for_a_count
 
 Dims = int | Sequence[int]
 
@@ -215,6 +215,17 @@ _SAME_KIND: dict[str, type[Exception]] = {"IndexError": IndexError, "TypeError":
 """Errors of the kernel's own making, raised again as themselves (an index past the end, say)."""
 
 
+def _describe(i: int, a: Any, names: Sequence[str], arrays: dict[str, np.ndarray], spec: list[dict[str, Any]]) -> None:
+    """Argument ``i`` as data for the simulator subprocess: an array's contents, or a scalar's type and value."""
+    if hasattr(a, "copy_to_host") or isinstance(a, np.ndarray):  # a host array: Numba copies it in
+        arrays[f"a{i}"] = a.copy_to_host() if hasattr(a, "copy_to_host") else np.ascontiguousarray(a)
+        spec.append({"array": f"a{i}"})
+    else:
+        info = LaunchArgs.of([a], [names[i]]).args[0]
+        spec.append({"dtype": np.dtype(type(a)).name if isinstance(a, np.generic) else
+                     {"boolean": "bool"}.get(info.dtype, info.dtype), "value": info.value})
+
+
 def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any], names: list[str]) -> Traffic:
     func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
     threads = prod(_dims(griddim)) * prod(_dims(blockdim))
@@ -225,14 +236,9 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
         )
     with tempfile.TemporaryDirectory() as tmp:
         arrays, spec = {}, []
-        for i, a in enumerate(args):
-            if hasattr(a, "copy_to_host") or isinstance(a, np.ndarray):  # a host array: Numba copies it in
-                arrays[f"a{i}"] = a.copy_to_host() if hasattr(a, "copy_to_host") else np.ascontiguousarray(a)
-                spec.append({"array": f"a{i}"})
-            else:
-                info = LaunchArgs.of([a], [names[i]]).args[0]
-                spec.append({"dtype": np.dtype(type(a)).name if isinstance(a, np.generic) else
-                             {"boolean": "bool"}.get(info.dtype, info.dtype), "value": info.value})
+        with copies_for_a_count():
+            for i, a in enumerate(args):
+                _describe(i, a, names, arrays, spec)
         path = os.path.join(tmp, "arrays.npz")
         np.savez(path, **arrays)
         request = {
