@@ -524,6 +524,10 @@ def _static_count(kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], re
         return static_traffic(kernel, grid, block, record, ptx=ptx)
     except CannotAttribute as reason:
         return reason
+    except Exception as bug:  # the counter's own failure must not stop the learner's launch
+        name = getattr(getattr(kernel, "py_func", None), "__name__", "the kernel")
+        return CannotAttribute(f"the static counter failed while following {name}'s compiled code "
+                               f"({type(bug).__name__}: {bug}); this is a gap in the counter, not in your kernel")
 
 
 def _launch(name: str, grid: tuple[int, ...], block: tuple[int, ...], record: LaunchArgs,

@@ -4,6 +4,7 @@ from numba import cuda
 
 import helpers
 from helpers import checks, pipeline
+from helpers.counting import CannotAttribute
 from helpers.ledger import Ledger, compare, counting_engine
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
@@ -215,3 +216,21 @@ def test_an_argument_record_reads_foreign_arrays_through_their_cuda_array_interf
     assert (info.is_array, info.dtype, info.shape, info.itemsize, info.strides) == (True, "float32", (4, 3), 4, (12, 4))
     with pytest.raises(TypeError, match="`n` is None"):
         ArgInfo.of("n", None)
+
+
+def test_a_failure_inside_the_static_counter_is_a_named_refusal_not_a_crash(monkeypatch):
+    """The learner's launch runs on, and asking for its count says the counter failed, and how."""
+    from helpers import ledger as ledger_module
+
+    def broken(*args, **kwargs):
+        raise TypeError("unsupported operand")
+
+    monkeypatch.setattr(ledger_module, "static_traffic", broken)
+    a, b = (cuda.to_device(x) for x in checks.random_inputs(N, count=2))
+    out = checks.poisoned(N)
+    with counting_engine("static"), Ledger("broken counter") as ledger:
+        pipeline.add_kernel[blocks_for(N), BLOCK_SIZE](a, b, out)
+    checks.check_close(out.copy_to_host(), a.copy_to_host() + b.copy_to_host())
+    with pytest.raises(CannotAttribute, match=r"static counter failed while following add_kernel's compiled code "
+                                              r"\(TypeError: unsupported operand\)"):
+        ledger.trips

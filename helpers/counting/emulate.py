@@ -368,6 +368,8 @@ class _Machine:
         if family == "mov":
             if kind == "f":
                 return Unknown(False, "a floating-point value")
+            if kind == "pred":  # `mov.pred %p, 0`: a number made a predicate (true where it is not zero)
+                return np.broadcast_to(np.asarray(src[0]) != 0, active.shape).copy()
             return src[0]
         if family == "cvta":
             if "shared" in parts or "local" in parts or "const" in parts:
