@@ -223,12 +223,10 @@ def _run(exercise: Exercise, fn: Callable[..., Any], inputs: Inputs, n: int,
 def _past_the_end(exercise: Exercise, n: int) -> str:
     """The one message for an index past the end, whichever way it was seen (so every backend
     gives the same words): the simulator's IndexError, the compiled code, or the guard region."""
-    blocks = blocks_for(n)
     return (
-        f"a thread indexed past the end of an array at n = {n}: of the {blocks * BLOCK_SIZE} threads "
-        f"({blocks} block{'s' if blocks > 1 else ''} of {BLOCK_SIZE}), those with i >= {n} must not touch "
-        f"the arrays. Add a bounds guard, `if i < {exercise.written[0]}.size:`, or check the one you have "
-        "(`<`, not `<=`)"
+        f"a thread indexed past the end of an array at n = {n}: a launch rounds the threads up to whole "
+        f"blocks, and those with i >= {n} must not touch the arrays. Add a bounds guard, "
+        f"`if i < {exercise.written[0]}.size:`, or check the one you have (`<`, not `<=`)"
     )
 
 
