@@ -289,7 +289,13 @@ def wait_until_saved(lab: LabServer, path: str, before: str, timeout: float = 30
     """
     deadline = time.monotonic() + timeout
     while True:
-        model = lab.api("GET", f"{path}?content=1")
+        try:
+            model = lab.api("GET", f"{path}?content=1")
+        except RuntimeError as busy:  # a read in the middle of the save's atomic rename answers HTTP 500
+            if "HTTP 500" not in str(busy) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+            continue
         saved = model["content"]
         counted = sum(c.get("execution_count") is not None for c in saved["cells"] if c["cell_type"] == "code")
         code = sum(c["cell_type"] == "code" for c in saved["cells"])
