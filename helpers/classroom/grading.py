@@ -17,7 +17,8 @@ buffer whose tail holds a second pattern, a *guard region*:
 
 * in the **simulator** an index past the end raises ``IndexError`` in the thread;
 * on a **GPU** nothing stops it, but the compiled code shows the access (the
-  ledger follows it for every thread), and a write lands in the guard region.
+  ledger follows it for every thread, in the kernels it can follow), and a write
+  lands in the guard region.
 
 Each way, the student reads the same words: "a thread indexed past the end of an
 array at n = 1 ...: add a bounds guard".
