@@ -426,8 +426,7 @@ def test_one_value_that_matches_another_element_by_chance_is_not_a_duplicate_wri
 def test_an_access_past_the_end_seen_only_in_the_compiled_code_is_a_missing_guard():
     """On a GPU a kernel without a guard can copy a guard's NaN onto itself, unseen; its PTX shows
     the access, and the student is told to add the guard, as the simulator's IndexError tells them."""
-    refusal = OutOfBounds("adamw_kernel: a thread would access grad[1000], outside the array (size 1000)",
-                          "grad", 1000, 1000, 24, 3)
+    refusal = OutOfBounds("adamw_kernel: a thread would access grad[1000], outside the array (size 1000)")
     ledger = Ledger("adamw_step")
     ledger.launches.append(Launch("adamw_kernel", 1024, [], "ptx", uncounted=str(refusal), refusal=refusal))
     with pytest.raises(CheckFailed, match=r"indexed past the end of an array at n = 1000: .* Add a bounds guard, "

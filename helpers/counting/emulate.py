@@ -506,8 +506,7 @@ class _Machine:
             raise OutOfBounds(
                 f"{self.kernel}: a thread would access {info.name}[{int(element[outside][0])}], outside "
                 f"the array (size {info.size}); {len(threads)} thread(s) of this launch do so "
-                "(a bounds guard is missing or wrong)",
-                info.name, int(element[outside][0]), info.size, len(threads),
+                "(a bounds guard is missing or wrong)"
             )
         threads = np.flatnonzero(active)
         load = family in ("ld", "atom", "red")
@@ -996,8 +995,7 @@ class _RangeMachine(_Machine):
             raise OutOfBounds(
                 f"{self.kernel}: a thread would access {info.name}[{element}], outside the array "
                 f"(size {info.size}); {int(bad.sum())} thread(s) of block {self.b0} do so "
-                "(a bounds guard is missing or wrong)",
-                info.name, element, info.size, int(bad.sum()), self.b0,
+                "(a bounds guard is missing or wrong)"
             )
         access = _Access(np.flatnonzero(active), k, e0, count, family in ("st", "atom", "red"),
                          family in ("ld", "atom", "red"), step)

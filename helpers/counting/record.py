@@ -21,17 +21,7 @@ class CannotAttribute(Exception):
 
 
 class OutOfBounds(CannotAttribute):
-    """A thread of the launch would read or write past the end of an array (the message names it).
-
-    ``array``, ``element`` and ``size`` say which access: ``array[element]`` of a
-    ``size``-element array; ``threads`` is how many threads of ``block`` (-1: of the
-    launch) make one.
-    """
-
-    def __init__(self, message: str, array: str = "", element: int = -1, size: int = 0,
-                 threads: int = 0, block: int = -1) -> None:
-        super().__init__(message)
-        self.array, self.element, self.size, self.threads, self.block = array, element, size, threads, block
+    """A thread of the launch would read or write past the end of an array (the message names it)."""
 
 
 _counting_copies: list[int] = [0]
