@@ -291,8 +291,8 @@ def wait_until_saved(lab: LabServer, path: str, before: str, timeout: float = 30
     while True:
         try:
             model = lab.api("GET", f"{path}?content=1")
-        except RuntimeError as busy:  # a read in the middle of the save answers HTTP 500, or 400 "Unreadable"
-            if not ("HTTP 500" in str(busy) or "Unreadable Notebook" in str(busy)) or time.monotonic() > deadline:
+        except RuntimeError as busy:  # mid-save (write, then rename) a read answers 404, 400 "Unreadable" or 500
+            if not re.search(r"HTTP (404|500)|Unreadable Notebook", str(busy)) or time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
             continue
