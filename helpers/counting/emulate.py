@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .record import CannotAttribute, LaunchArgs, OutOfBounds
+from .record import CannotAttribute, DataDependentBranch, LaunchArgs, OutOfBounds
 
 DATA_INDEX = "its address depends on a value loaded from memory (a data-dependent index such as x[idx[i]])"
 DATA_BRANCH = "whether it runs depends on a value loaded from memory (a data-dependent branch such as if x[i] > 0)"
@@ -243,7 +243,7 @@ class _Machine:
                 pred = regs.get(ins.guard)
                 if isinstance(pred, Unknown):
                     if ins.opcode.startswith("bra"):
-                        raise CannotAttribute(self._branch_reason(pred))
+                        raise self._branch_refusal(pred)
                     active = mask  # an unknown predicate on a computation: its result is unknown
                     self.execute(ins, regs, active, n, special, accesses, steps, unknown=pred)
                     pc[mask] += 1
@@ -270,11 +270,11 @@ class _Machine:
             pc[mask] += 1
         return accesses
 
-    def _branch_reason(self, pred: Unknown) -> str:
+    def _branch_refusal(self, pred: Unknown) -> CannotAttribute:
         if pred.data:
-            return f"cannot count {self.kernel}: {DATA_BRANCH}"
-        return (f"cannot count {self.kernel}: a branch depends on {pred.what or 'a value'}, "
-                "which the static counter does not compute")
+            return DataDependentBranch(f"cannot count {self.kernel}: {DATA_BRANCH}")
+        return CannotAttribute(f"cannot count {self.kernel}: a branch depends on {pred.what or 'a value'}, "
+                               "which the static counter does not compute")
 
     # -- one instruction -----------------------------------------------------
     def execute(self, ins: Instruction, regs: dict[str, Any], active: np.ndarray, n: int,
@@ -473,7 +473,7 @@ class _Machine:
         base, _, offset = inner.partition("+")
         value = self.operand(regs, base, n, special)
         if unknown is not None:
-            raise CannotAttribute(f"cannot count {self.kernel}: {DATA_BRANCH}")
+            raise DataDependentBranch(f"cannot count {self.kernel}: {DATA_BRANCH}")
         if isinstance(value, Unknown):
             if value.data:
                 raise CannotAttribute(f"cannot count {self.kernel}: a global memory access: {DATA_INDEX}")
@@ -712,7 +712,7 @@ class _RangeMachine(_Machine):
                 pred = regs.get(ins.guard)
                 if isinstance(pred, Unknown):
                     if ins.opcode.startswith("bra"):
-                        raise CannotAttribute(self._branch_reason(pred))
+                        raise self._branch_refusal(pred)
                     self.step_one(ins, regs, mask, special, accesses, steps, unknown=pred)
                     pc[mask] += 1
                     continue
@@ -950,7 +950,7 @@ class _RangeMachine(_Machine):
         base, _, offset = inner.partition("+")
         value = self.value(regs, base, special)
         if unknown is not None:
-            raise CannotAttribute(f"cannot count {self.kernel}: {DATA_BRANCH}")
+            raise DataDependentBranch(f"cannot count {self.kernel}: {DATA_BRANCH}")
         if isinstance(value, Unknown):
             if value.data:
                 raise CannotAttribute(f"cannot count {self.kernel}: a global memory access: {DATA_INDEX}")

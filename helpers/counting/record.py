@@ -24,6 +24,18 @@ class OutOfBounds(CannotAttribute):
     """A thread of the launch would read or write past the end of an array (the message names it)."""
 
 
+class DataDependentBranch(CannotAttribute):
+    """Whether an access runs depends on a value loaded from memory (``if x[i] > 0: out[i] = ...``).
+
+    The kernel may be right; the static counter cannot follow it.  The dynamic engine,
+    which runs the kernel, can: a caller that must have a count may use that one instead.
+    """
+
+
+class LinkedCall(CannotAttribute):
+    """The kernel calls a function that the compiler did not inline (CUDA C linked with ``link=``)."""
+
+
 _counting_copies: list[int] = [0]
 
 
