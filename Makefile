@@ -43,3 +43,12 @@ release-exercises: setup
 .PHONY: html
 html: setup
 	$(PY) scripts/build_html.py --out build/html
+
+# The test suite on a GPU, in parallel (pytest-xdist), in under 10 minutes on an H200.
+# The browser, README and HTML tests need no GPU and stay with `make test` (CI).
+# On a machine whose own Python already has the packages: make test-gpu PY=python3
+JOBS ?= 12
+.PHONY: test-gpu
+test-gpu: $(if $(filter $(VENV)/bin/python,$(PY)),setup)
+	$(PY) -m pytest tests -n $(JOBS) -q -rfs -o addopts="-p no:cacheprovider" --timeout 600 \
+	  --ignore=tests/test_browser.py --ignore=tests/test_readme.py --ignore=tests/test_html.py $(PYTEST_ARGS)

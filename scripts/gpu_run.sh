@@ -20,10 +20,8 @@ step() { echo "== step $1"; local t0=$SECONDS; timeout "${STEP_LIMIT:-240}" bash
     measure)
       for n in "$@"; do for s in scripts/gpu/"$n"_*.sh; do step "$s"; tar czf "$OUT/$phase.tgz" results; done; done ;;
     pytest)
-      timeout "${PYTEST_LIMIT:-400}" python3 -m pytest tests -q -p no:cacheprovider --timeout 200 -o addopts="" -rfs \
-        --tb=short --ignore=tests/test_browser.py --ignore=tests/test_readme.py --ignore=tests/test_html.py \
-        > "$OUT/pytest_gpu.log" 2>&1
-      grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest_gpu.log" | tail -30 ;;
+      timeout "${PYTEST_LIMIT:-570}" make test-gpu PY=python3 JOBS="${JOBS:-12}" > "$OUT/pytest_gpu.log" 2>&1
+      grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest_gpu.log" | tail -40 ;;
     notebooks)
       python3 scripts/execute_notebooks.py --jobs "${JOBS:-1}" "$@" 2>&1 | grep -v "running over TCP" ;;
   esac
