@@ -21,7 +21,9 @@ from .ptx import PtxCounts, count_global_accesses
 from .record import (
     ArgInfo,
     CannotAttribute,
+    DataDependentBranch,
     LaunchArgs,
+    LinkedCall,
     OutOfBounds,
     Traffic,
     copies_for_a_count,
@@ -33,6 +35,7 @@ from .traffic import (
     compare_counts,
     comparison_table,
     launch_dims,
+    naming_arguments,
     recording_arguments,
     simulated_traffic,
     static_traffic,
@@ -40,7 +43,7 @@ from .traffic import (
 )
 
 __all__ = [
-    "ArgInfo", "LaunchArgs", "is_array", "CannotAttribute", "OutOfBounds", "copies_for_a_count", "copying_for_a_count", "Comparison", "PtxCounts", "Traffic", "compare_counts", "comparison_table",
-    "count_global_accesses", "launch_dims", "recording_arguments", "simulated_traffic", "static_traffic",
+    "ArgInfo", "LaunchArgs", "is_array", "CannotAttribute", "DataDependentBranch", "LinkedCall", "OutOfBounds", "copies_for_a_count", "copying_for_a_count", "Comparison", "PtxCounts", "Traffic", "compare_counts", "comparison_table",
+    "count_global_accesses", "launch_dims", "naming_arguments", "recording_arguments", "simulated_traffic", "static_traffic",
     "traffic_from_touches",
 ]
