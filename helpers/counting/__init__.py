@@ -11,7 +11,8 @@ elements each thread loads and stores, summed over threads (:class:`Traffic`).
 
 :mod:`.record` holds what both share: :class:`Traffic` (a count), :class:`LaunchArgs`
 (one launch's arguments, built once by the ledger) and :class:`CannotAttribute`;
-:mod:`.other_backend` runs a function under the other CUDA backend.
+:mod:`.other_backend` runs a function under the other CUDA backend, and :mod:`.carry`
+describes a kernel and the globals it uses so that a simulator subprocess can rebuild it.
 
 Either returns the true count or raises :class:`CannotAttribute` saying what it
 cannot follow.  :func:`compare_counts` runs both on one launch.
