@@ -55,6 +55,7 @@ from .counting import (
     copies_for_a_count,
     is_array,
     launch_dims,
+    naming_arguments,
     recording_arguments,
     simulated_traffic,
     static_traffic,
@@ -185,6 +186,11 @@ class Ledger:
     allow_host_arrays: bool = False
 
     def __enter__(self) -> "Ledger":
+        if any(ledger is self for ledger in _active):
+            raise RuntimeError(
+                f"the ledger '{self.name}' is already recording: entering it again would record every launch "
+                "twice. Use one `with` block per ledger, or a second Ledger for a count inside this one."
+            )
         _push(self)
         return self
 
@@ -338,7 +344,8 @@ def _push(ledger: Ledger) -> None:
 
 
 def _pop(ledger: Ledger) -> None:
-    _active.remove(ledger)
+    # by identity: two ledgers that recorded the same launches compare equal
+    del _active[next(k for k, active in enumerate(_active) if active is ledger)]
     if not _active:
         while _restore:
             _restore.pop()()
@@ -466,11 +473,11 @@ def _install_simulator_hook() -> None:
         args = [cuda.to_device(plans[i][0]) if i in plans else a for i, a in enumerate(args)]
         grid, block = launch_dims(self.grid_dim, self.block_dim)
         if current_engine() == "dynamic":
-            wrapped, touches = recording_arguments(args)
+            wrapped, touches = recording_arguments(args, record.names)
             result = original(self, *wrapped)
             traffic: Traffic | CannotAttribute | str = traffic_from_touches(name, record, touches)
         else:
-            result = original(self, *args)
+            result = original(self, *naming_arguments(args, record.names))  # an IndexError names the array
             traffic = _static_count(self, grid, block, record)
         for i, (host, _, copied_out) in plans.items():
             if copied_out:
@@ -499,6 +506,8 @@ def _install_gpu_hook() -> None:
                 with copies_for_a_count():  # not the caller's copies: a watcher of those leaves them out
                     on_device = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in plain]
                     traffic: Traffic | CannotAttribute | str = simulated_traffic(self, grid, block, on_device, names)
+            except CannotAttribute as refusal:  # a global the simulator count cannot carry, named
+                traffic = refusal
             except (RuntimeError, ValueError) as failure:  # recorded like a refusal: the launch still runs
                 traffic = str(failure)
         result = original(self, args, launch_config)

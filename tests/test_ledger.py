@@ -234,3 +234,65 @@ def test_a_failure_inside_the_static_counter_is_a_named_refusal_not_a_crash(monk
     with pytest.raises(CannotAttribute, match=r"static counter failed while following add_kernel's compiled code "
                                               r"\(TypeError: unsupported operand\)"):
         ledger.trips
+
+
+def test_a_ledger_entered_twice_is_refused_and_records_each_launch_once(arrays):
+    a, b, c, _, _, out = arrays
+    ledger = Ledger("once")
+    with ledger:
+        with pytest.raises(RuntimeError, match="'once' is already recording: entering it again would record"):
+            with ledger:
+                pass
+        pipeline.run_fused(a, b, c, 2.0, out)
+    assert len(ledger.launches) == 1 and ledger.trips == 2
+    with ledger:  # entered again after it closed: it goes on recording
+        pipeline.run_fused(a, b, c, 2.0, out)
+    assert len(ledger.launches) == 2
+
+
+def test_nested_ledgers_that_compare_equal_each_keep_recording(arrays):
+    """Two ledgers with one name that recorded the same launches are equal as data, not the same ledger."""
+    a, b, c, _, _, out = arrays
+    with Ledger() as outer:
+        with Ledger() as inner:
+            pipeline.run_fused(a, b, c, 2.0, out)
+        assert inner == outer and inner is not outer
+        pipeline.run_fused(a, b, c, 2.0, out)
+    pipeline.run_fused(a, b, c, 2.0, out)  # outside both: not recorded
+    assert (len(inner.launches), len(outer.launches)) == (1, 2)
+
+
+@cuda.jit
+def copy_kernel(x, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x[i]
+
+
+@pytest.mark.parametrize("engine", [
+    "dynamic",  # on a GPU: the simulator subprocess raises it
+    pytest.param("static", marks=pytest.mark.skipif(not helpers.is_simulator(), reason="on a GPU nothing stops the "
+                                                    "thread; the static count refuses (OutOfBounds) instead")),
+])
+def test_an_index_past_the_end_names_the_array_and_the_fix(engine):
+    x, out = cuda.to_device(np.ones(100, np.float32)), checks.poisoned(300)
+    with pytest.raises(IndexError, match=r"index \d+ is out of bounds for axis 0 with size 100: a thread indexed past "
+                                         r"the end of `x` \(100 elements\); add a bounds guard, such as "
+                                         r"`if i < x.size:`"):
+        with counting_engine(engine), Ledger("copy"):
+            copy_kernel[2, 256](x, out)
+
+
+def test_a_2d_index_past_the_end_names_the_array_and_each_bound():
+    a, out = cuda.to_device(np.ones((3, 4), np.float32)), checks.poisoned(16)
+    with pytest.raises(IndexError, match=r"past the end of `a` \(shape \(3, 4\)\); add a bounds guard, such as "
+                                         r"`if i < a.shape\[0\] and j < a.shape\[1\]:`"):
+        with counting_engine("dynamic"), Ledger("rows"):
+            two_d_copy[1, (4, 4)](a, out)
+
+
+@cuda.jit
+def two_d_copy(a, out):
+    i, j = cuda.grid(2)
+    if i * 4 + j < out.size:
+        out[i * 4 + j] = a[i, j]

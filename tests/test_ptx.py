@@ -1,11 +1,15 @@
 """The static counter reads PTX: attribution, deduplication, loops, and clear refusals."""
 
+import re
+
 import numpy as np
 import pytest
 from numba import cuda
 
 import helpers  # noqa: F401
 from helpers import pipeline
+from helpers.counting import LaunchArgs, LinkedCall, OutOfBounds, compare_counts, static_traffic
+from helpers.counting.emulate import emulate_ranges, emulate_threads
 from helpers.counting.ptx import (
     CannotAttribute,
     access_bytes,
@@ -81,3 +85,90 @@ def test_mismatched_argument_types_are_refused():
 def test_unsupported_argument_type_is_refused():
     with pytest.raises(CannotAttribute, match="type"):
         describe_arg("a string")
+
+
+# --- the emulator's edges: one element past the end, a reload of a stored element, blocks that differ ----
+
+N = 300
+
+
+@cuda.jit
+def copy_one_too_far(x, out):
+    i = cuda.grid(1)
+    if i <= x.size:  # `<=`: thread N reads x[N], one element past the end
+        out[i] = x[i]
+
+
+@cuda.jit
+def fill_one_too_far(out):
+    i = cuda.grid(1)
+    if i <= out.size:  # thread N writes out[N]
+        out[i] = 1.0
+
+
+@pytest.mark.parametrize("kernel, sizes, element", [
+    (copy_one_too_far, {"x": N, "out": N + 100}, "x[300]"),  # out is long enough: only x is overrun
+    (fill_one_too_far, {"out": N}, "out[300]"),
+])
+def test_one_element_past_the_end_is_refused_by_both_ways_of_following_the_ptx(kernel, sizes, element):
+    args, names = [cuda.to_device(np.ones(n, np.float32)) for n in sizes.values()], list(sizes)
+    with pytest.raises(OutOfBounds, match=rf"{re.escape(element)}, outside the array \(size {N}\); 1 thread"):
+        static_traffic(kernel, 2, 256, args, names)
+    launch = LaunchArgs.of(args, names)
+    ptx = compile_ptx(kernel, launch.argtypes, (9, 0))
+    with pytest.raises(OutOfBounds, match=rf"{re.escape(element)}, outside the array \(size {N}\); 1 thread"):
+        emulate_threads(ptx, launch, (2,), (256,), kernel.__name__)
+
+
+@cuda.jit
+def store_then_reload(x, out, other):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x[i]
+        other[i] = 2.0  # other may be out itself, so the compiler loads out[i] again below
+        other[i] = out[i] * 3.0
+
+
+def test_a_reload_of_an_element_the_thread_stored_is_not_a_load():
+    x, out, other = arrays(3, N)
+    counts = count_global_accesses(store_then_reload, (x, out, other))
+    assert [a.op for a in counts.instructions if a.arg_index == 1] == ["store", "load"]  # the compiler reloads out[i]
+    result = compare_counts(store_then_reload, 2, 256, (x, out, other), ["x", "out", "other"])
+    assert result.static.per_array() == result.simulated.per_array()
+    assert result.static.per_array()["out"] == (0, 4 * N)
+
+
+@cuda.jit
+def plus_first_of_block(x, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x[i] + x[cuda.blockIdx.x]  # two loads of x: one moves 256 elements a block, the other 1
+
+
+def test_two_accesses_to_one_array_that_move_differently_with_the_block_are_counted_block_by_block():
+    """Thread 0 of block 0 reads x[0] twice (one load); no other thread meets its second read.  A block
+    range followed as one (its count times the number of blocks) would miss that the two meet only there."""
+    n = 4 * 256  # whole blocks: no guard differs between them, so only the meeting splits the range
+    x, out = arrays(2, n)
+    result = compare_counts(plus_first_of_block, 4, 256, (x, out), ["x", "out"])
+    assert result.static.per_array() == result.simulated.per_array()
+    assert result.static.read["x"] == 4 * (2 * n - 1)
+    launch = LaunchArgs.of([x, out])
+    ptx = compile_ptx(plus_first_of_block, launch.argtypes, (9, 0))
+    assert emulate_ranges(ptx, launch, (4,), (256,), "k") == emulate_threads(ptx, launch, (4,), (256,), "k")
+
+
+def test_a_call_to_linked_cuda_c_is_refused_with_the_functions_name():
+    from helpers.checks import random_inputs
+    from helpers.lab import roofline
+
+    ptx = roofline.ptx_evidence("linked_cuda_c").ptx
+    a, b, c = (cuda.to_device(h) for h in random_inputs(203, seed=4))
+    out = cuda.to_device(np.zeros(203, np.float32))
+    args, names = (a, b, c, np.float32(1.7), out), ["a", "b", "c", "s", "out"]
+    with pytest.raises(LinkedCall, match=r"linked_cuda_c_kernel: it calls `fused_vec4`, a function compiled from "
+                                         r"CUDA C .* cannot see"):
+        static_traffic(roofline.linked_cuda_c_kernel, 13, 256, args, names, ptx=ptx)
+    launch = LaunchArgs.of(args, names)
+    with pytest.raises(LinkedCall, match="`fused_vec4`"):
+        emulate_threads(ptx, launch, (13,), (256,), "linked_cuda_c_kernel")

@@ -11,7 +11,8 @@ elements each thread loads and stores, summed over threads (:class:`Traffic`).
 
 :mod:`.record` holds what both share: :class:`Traffic` (a count), :class:`LaunchArgs`
 (one launch's arguments, built once by the ledger) and :class:`CannotAttribute`;
-:mod:`.other_backend` runs a function under the other CUDA backend.
+:mod:`.other_backend` runs a function under the other CUDA backend, and :mod:`.carry`
+describes a kernel and the globals it uses so that a simulator subprocess can rebuild it.
 
 Either returns the true count or raises :class:`CannotAttribute` saying what it
 cannot follow.  :func:`compare_counts` runs both on one launch.
@@ -21,7 +22,9 @@ from .ptx import PtxCounts, count_global_accesses
 from .record import (
     ArgInfo,
     CannotAttribute,
+    DataDependentBranch,
     LaunchArgs,
+    LinkedCall,
     OutOfBounds,
     Traffic,
     copies_for_a_count,
@@ -33,6 +36,7 @@ from .traffic import (
     compare_counts,
     comparison_table,
     launch_dims,
+    naming_arguments,
     recording_arguments,
     simulated_traffic,
     static_traffic,
@@ -40,7 +44,7 @@ from .traffic import (
 )
 
 __all__ = [
-    "ArgInfo", "LaunchArgs", "is_array", "CannotAttribute", "OutOfBounds", "copies_for_a_count", "copying_for_a_count", "Comparison", "PtxCounts", "Traffic", "compare_counts", "comparison_table",
-    "count_global_accesses", "launch_dims", "recording_arguments", "simulated_traffic", "static_traffic",
+    "ArgInfo", "LaunchArgs", "is_array", "CannotAttribute", "DataDependentBranch", "LinkedCall", "OutOfBounds", "copies_for_a_count", "copying_for_a_count", "Comparison", "PtxCounts", "Traffic", "compare_counts", "comparison_table",
+    "count_global_accesses", "launch_dims", "naming_arguments", "recording_arguments", "simulated_traffic", "static_traffic",
     "traffic_from_touches",
 ]

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .record import CannotAttribute, DataDependentBranch, LaunchArgs, OutOfBounds
+from .record import CannotAttribute, DataDependentBranch, LaunchArgs, LinkedCall, OutOfBounds
 
 DATA_INDEX = "its address depends on a value loaded from memory (a data-dependent index such as x[idx[i]])"
 DATA_BRANCH = "whether it runs depends on a value loaded from memory (a data-dependent branch such as if x[i] > 0)"
@@ -74,9 +74,9 @@ _INT = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)U?$")
 def _split_operands(text: str) -> list[str]:
     out, depth, cur = [], 0, ""
     for ch in text:
-        if ch in "[{":
+        if ch in "[{(":
             depth += 1
-        elif ch in "]}":
+        elif ch in "]})":
             depth -= 1
         if ch == "," and depth == 0:
             out.append(cur.strip())
@@ -101,8 +101,8 @@ def parse(ptx: str) -> tuple[list[Instruction], dict[str, int]]:
     instructions: list[Instruction] = []
     labels: dict[str, int] = {}
     for raw in body[:end].split(";"):
-        for piece in raw.splitlines():
-            text = piece.split("//")[0].strip()
+        pieces = [piece.split("//")[0].strip() for piece in raw.splitlines()]
+        for k, text in enumerate(pieces):
             if not text:
                 continue
             m = _LABEL.match(text)
@@ -119,8 +119,35 @@ def parse(ptx: str) -> tuple[list[Instruction], dict[str, int]]:
                     negate, guard = True, guard[1:]
                 text = text.strip()
             opcode, _, rest = text.partition(" ")
-            instructions.append(Instruction(piece.strip(), guard, negate, opcode, _split_operands(rest.strip())))
+            if opcode.startswith("call"):  # a call's operands span the lines up to its ';'
+                rest = " ".join([rest, *pieces[k + 1 :]])
+                instructions.append(Instruction(f"{opcode} {rest}", guard, negate, opcode, _split_operands(rest)))
+                break
+            instructions.append(Instruction(text, guard, negate, opcode, _split_operands(rest.strip())))
     return instructions, labels
+
+
+_EXTERN = re.compile(r"\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w$]+)")
+
+
+def linked_functions(ptx: str) -> frozenset[str]:
+    """Functions the PTX declares but does not define (``.extern .func``): code linked in later."""
+    return frozenset(_EXTERN.findall(ptx))
+
+
+def call_refusal(kernel: str, ins: Instruction, linked: frozenset[str]) -> LinkedCall:
+    """The refusal for a ``call``: it names the callee as the PTX does, and says why it is not followed."""
+    callee = next((o for o in ins.operands if not o.startswith("(")), "")
+    if callee in linked:
+        return LinkedCall(
+            f"cannot count {kernel}: it calls `{callee}`, a function compiled from CUDA C (linked with "
+            "`link=`), whose code the static counter cannot see, so it cannot say what that function reads and writes"
+        )
+    if callee.startswith("%"):
+        return LinkedCall(f"cannot count {kernel}: it calls a function through a pointer ({callee}), "
+                          "which the static counter does not follow")
+    return LinkedCall(f"cannot count {kernel}: it calls `{callee}`, a device function the compiler did not "
+                      "inline, which the static counter does not follow")
 
 
 def _bits(opcode: str) -> tuple[str, int]:
@@ -178,6 +205,7 @@ class _Machine:
                  grid: tuple[int, int, int], block: tuple[int, int, int], kernel: str) -> None:
         self.ins, self.labels, self.launch, self.kernel = instructions, labels, launch, kernel
         self.grid, self.block = grid, block
+        self.linked: frozenset[str] = frozenset()  # functions the PTX declares extern (see linked_functions)
         self.params: list[Any] = []
         for k, arg in enumerate(launch.args):
             if arg.is_array:
@@ -262,10 +290,7 @@ class _Machine:
                 pc[mask & ~active] += 1
                 continue
             if op.startswith("call"):
-                raise CannotAttribute(
-                    f"{self.kernel} calls a function the compiler did not inline, which the static counter "
-                    "does not follow"
-                )
+                raise call_refusal(self.kernel, ins, self.linked)
             self.execute(ins, regs, active, n, special, accesses, steps)
             pc[mask] += 1
         return accesses
@@ -571,6 +596,7 @@ def emulate_threads(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Se
     b = tuple(block) + (1,) * (3 - len(block))
     instructions, labels = parse(ptx)
     machine = _Machine(instructions, labels, launch, g[:3], b[:3], kernel)
+    machine.linked = linked_functions(ptx)
     threads = prod(g) * prod(b)
     tpb = prod(b)
     chunk = max(tpb, (_CHUNK // tpb) * tpb)  # whole blocks per chunk
@@ -729,10 +755,7 @@ class _RangeMachine(_Machine):
                 pc[mask & ~active] += 1
                 continue
             if op.startswith("call"):
-                raise CannotAttribute(
-                    f"{self.kernel} calls a function the compiler did not inline, which the static counter "
-                    "does not follow"
-                )
+                raise call_refusal(self.kernel, ins, self.linked)
             self.step_one(ins, regs, active, special, accesses, steps)
             pc[mask] += 1
         return accesses
@@ -1022,6 +1045,7 @@ def emulate_ranges(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Seq
     b = tuple(block) + (1,) * (3 - len(block))
     instructions, labels = parse(ptx)
     machine = _RangeMachine(instructions, labels, launch, g[:3], b[:3], kernel)
+    machine.linked = linked_functions(ptx)
     gx = g[0]
     rows = g[1] * g[2]
     todo = [(r * gx, r * gx + gx - 1) for r in reversed(range(rows))]

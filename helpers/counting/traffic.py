@@ -21,18 +21,21 @@ The third count, Nsight Compute's DRAM bytes, is in :mod:`helpers.lab.ncu`.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import threading
 from dataclasses import dataclass
+from functools import lru_cache
 from math import prod
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..backend import is_simulator
+from .carry import build_function, function_spec
 from .emulate import emulate
 from .other_backend import SIMULATOR, OtherBackendError, run_under
-from .ptx import compile_ptx, kernel_source
+from .ptx import compile_ptx
 from .record import CannotAttribute, LaunchArgs, Traffic, copies_for_a_count
 
 Dims = int | Sequence[int]
@@ -142,9 +145,11 @@ def simulated_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence
     """Run the launch in the CUDA simulator and count the distinct elements each thread touches.
 
     In the simulator this runs here (arrays must be device arrays).  On a GPU the
-    kernel's source and the arguments are sent to a subprocess that runs the
-    simulator, so the count is available on both backends.  Do not call it inside
-    a ``Ledger`` block: the ledger wraps arrays with its own counter.
+    kernel (its source and the globals it uses, see :mod:`.carry`) and the arguments
+    are sent to a subprocess that runs the simulator, so the count is available on
+    both backends.  Do not call it inside a ``Ledger`` block: the ledger wraps arrays
+    with its own counter.  A thread that indexes outside an array raises ``IndexError``
+    naming the array.
     """
     record = LaunchArgs.of(args, names)
     names = record.names
@@ -153,36 +158,105 @@ def simulated_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence
             raise TypeError(f"`{names[i]}` is a host (NumPy) array; pass a device array (cuda.to_device)")
     if not is_simulator():
         return _simulate_in_subprocess(kernel, griddim, blockdim, args, names)
-    wrapped, touches = recording_arguments(args)
+    wrapped, touches = recording_arguments(args, names)
     kernel[_dims(griddim), _dims(blockdim)](*wrapped)
     func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
     return traffic_from_touches(func.__name__, record, touches)
 
 
-def recording_arguments(args: Sequence[Any]) -> tuple[list[Any], dict[int, _ThreadTouches]]:
-    """Simulator device arrays wrapped so that each thread's distinct accesses are recorded.
+_OUT_OF_BOUNDS = re.compile(r"index (-?\d+) is out of bounds")
+
+
+def _named_index_error(error: IndexError, name: str, shape: tuple[int, ...]) -> IndexError:
+    """The simulator's ``IndexError``, its words kept first, then the array named and the fix."""
+    text = str(error)
+    found = _OUT_OF_BOUNDS.search(text)
+    if found is None:
+        return IndexError(f"{text} (indexing `{name}`)")
+    where = "before the start" if int(found.group(1)) < 0 else "past the end"
+    if len(shape) == 1:
+        size, guard = f"{shape[0]} elements", f"if i < {name}.size:"
+    else:
+        size, guard = f"shape {shape}", " and ".join(f"{v} < {name}.shape[{k}]" for k, v in enumerate("ijk"[:len(shape)]))
+        guard = f"if {guard}:"
+    return IndexError(f"{text}: a thread indexed {where} of `{name}` ({size}); add a bounds guard, "
+                      f"such as `{guard}`, or pass arrays as long as the launch needs")
+
+
+@lru_cache(maxsize=1)
+def _array_classes() -> tuple[type, type]:
+    """The simulator's device array, naming itself in an ``IndexError``; and that, recording each touch."""
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    class NamedArray(FakeCUDAArray):
+        """The simulator's device array, which names itself when a thread indexes outside it."""
+
+        def __init__(self, base: FakeCUDAArray, name: str) -> None:
+            super().__init__(base._ary, stream=base.stream)
+            self._name = name
+
+        def _loading(self, idx: Any) -> None:
+            pass
+
+        def _storing(self, idx: Any) -> None:
+            pass
+
+        def __getitem__(self, idx: Any) -> Any:
+            try:
+                self._loading(idx)
+                return super().__getitem__(idx)
+            except IndexError as error:
+                raise _named_index_error(error, self._name, self._ary.shape) from None
+
+        def __setitem__(self, idx: Any, value: Any) -> None:
+            try:
+                self._storing(idx)
+                super().__setitem__(idx, value)
+            except IndexError as error:
+                raise _named_index_error(error, self._name, self._ary.shape) from None
+
+    class TouchRecordingArray(NamedArray):
+        """The simulator's device array, recording each element a thread touches."""
+
+        def __init__(self, base: FakeCUDAArray, name: str, touches: _ThreadTouches) -> None:
+            super().__init__(base, name)
+            self._touches = touches
+
+        def _loading(self, idx: Any) -> None:
+            self._touches.load(_flat_elements(self._ary.shape, idx))
+
+        def _storing(self, idx: Any) -> None:
+            self._touches.store(_flat_elements(self._ary.shape, idx))
+
+    return NamedArray, TouchRecordingArray
+
+
+def _names_for(args: Sequence[Any], names: Sequence[str] | None) -> list[str]:
+    return list(names) if names is not None else [f"arg{i}" for i in range(len(args))]
+
+
+def naming_arguments(args: Sequence[Any], names: Sequence[str] | None = None) -> list[Any]:
+    """Simulator device arrays wrapped so that an index outside one raises ``IndexError`` naming it."""
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    named, _ = _array_classes()
+    names = _names_for(args, names)
+    return [named(a, names[i]) if isinstance(a, FakeCUDAArray) else a for i, a in enumerate(args)]
+
+
+def recording_arguments(args: Sequence[Any], names: Sequence[str] | None = None
+                        ) -> tuple[list[Any], dict[int, _ThreadTouches]]:
+    """Simulator device arrays wrapped so that each thread's distinct accesses are recorded
+    (and an index outside one raises ``IndexError`` naming it, by ``names``).
 
     Returns the arguments to launch with and, per array argument index, its record.
     """
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
-    class TouchRecordingArray(FakeCUDAArray):
-        """The simulator's device array, recording each element a thread touches."""
-
-        def __init__(self, base: FakeCUDAArray, touches: _ThreadTouches) -> None:
-            super().__init__(base._ary, stream=base.stream)
-            self._touches = touches
-
-        def __getitem__(self, idx: Any) -> Any:
-            self._touches.load(_flat_elements(self._ary.shape, idx))
-            return super().__getitem__(idx)
-
-        def __setitem__(self, idx: Any, value: Any) -> None:
-            self._touches.store(_flat_elements(self._ary.shape, idx))
-            super().__setitem__(idx, value)
-
+    _, recording = _array_classes()
+    names = _names_for(args, names)
     touches = {i: _ThreadTouches() for i, a in enumerate(args) if isinstance(a, FakeCUDAArray)}
-    wrapped = [TouchRecordingArray(a, touches[i]) if i in touches else a for i, a in enumerate(args)]
+    wrapped = [recording(a, names[i], touches[i]) if i in touches else a for i, a in enumerate(args)]
     return wrapped, touches
 
 
@@ -201,9 +275,7 @@ def simulate_request(request: dict[str, Any]) -> dict[str, Any]:
     """Count one launch in the simulator (run by :mod:`.other_backend` when the lesson is on a GPU)."""
     from numba import cuda
 
-    namespace: dict[str, Any] = {"cuda": cuda}
-    exec(compile(request["source"], f"<kernel {request['name']}>", "exec"), namespace)
-    kernel = cuda.jit(namespace[request["name"]])
+    kernel = cuda.jit(build_function(request["kernel"], cuda))
     data = np.load(request["arrays"])
     args = [cuda.to_device(data[a["array"]]) if "array" in a else np.dtype(a["dtype"]).type(a["value"])
             for a in request["args"]]
@@ -213,6 +285,12 @@ def simulate_request(request: dict[str, Any]) -> dict[str, Any]:
 
 _SAME_KIND: dict[str, type[Exception]] = {"IndexError": IndexError, "TypeError": TypeError}
 """Errors of the kernel's own making, raised again as themselves (an index past the end, say)."""
+
+
+def _own_words(exc: OtherBackendError) -> str:
+    """The subprocess's message without its leading ``module.Kind: ``."""
+    head, sep, rest = str(exc).partition(": ")
+    return rest if sep and head.split(".")[-1] == exc.kind else str(exc)
 
 
 def _describe(i: int, a: Any, names: Sequence[str], arrays: dict[str, np.ndarray], spec: list[dict[str, Any]]) -> None:
@@ -234,6 +312,7 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
             f"{threads} threads would take minutes in the simulator (about 5k threads/s); "
             "count a small launch instead: bytes per element do not depend on n"
         )
+    carried = function_spec(func)  # refused here, naming the global, before anything is copied
     with tempfile.TemporaryDirectory() as tmp:
         arrays, spec = {}, []
         with copies_for_a_count():
@@ -242,8 +321,7 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
         path = os.path.join(tmp, "arrays.npz")
         np.savez(path, **arrays)
         request = {
-            "source": kernel_source(func),
-            "name": func.__name__,
+            "kernel": carried,
             "grid": list(_dims(griddim)),
             "block": list(_dims(blockdim)),
             "args": spec,
@@ -254,7 +332,9 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
             result = run_under(SIMULATOR, "helpers.counting.traffic:simulate_request", request)
         except OtherBackendError as exc:
             if exc.kind in _SAME_KIND:  # what the same launch raises when counted in-process
-                raise _SAME_KIND[exc.kind](str(exc).removeprefix(f"{exc.kind}: ")) from None
+                raise _SAME_KIND[exc.kind](_own_words(exc)) from None
+            if exc.kind == CannotAttribute.__name__:  # a carried global the simulator does not have
+                raise CannotAttribute(_own_words(exc)) from None
             raise RuntimeError(f"the simulator count of {func.__name__} failed: {exc}") from exc
     return Traffic(func.__name__, "simulator", result["read"], result["written"])
 

@@ -1,0 +1,198 @@
+"""Carry a kernel to a simulator subprocess: its source and every global name it uses.
+
+On a GPU the dynamic engine counts a launch by running it in Numba's CUDA simulator in
+a subprocess (:func:`helpers.counting.traffic.simulate_request`).  The kernel's source
+alone is not enough there: a kernel reads module globals (``math``, ``float32``, a
+constant, a device function, ``load4`` from :mod:`helpers.lab.roofline`).  This module
+describes each of them as data (:func:`function_spec`) and rebuilds them in the
+subprocess (:func:`build_function`):
+
+* a module is imported by name;
+* a number, a string, ``None`` or a NumPy scalar is carried by value;
+* an object that an importable module holds (not ``__main__``) is imported again from
+  that module, *under the simulator*: roofline's ``load4`` becomes its Python stand-in
+  there, a helpers device function its simulator twin, ``float32`` Numba's type;
+* a Numba device function defined in a notebook (``__main__``) is carried as source,
+  with its own globals, recursively;
+* anything else is refused, naming the global and the kernel (:class:`CannotAttribute`),
+  before the subprocess starts.
+
+The values a closure captured (a kernel made by a factory) are carried the same way.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import inspect
+import sys
+import types as pytypes
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .ptx import _global_names, _strip_decorators
+from .record import CannotAttribute
+
+_CONSTANTS = (bool, int, float, str, type(None))
+_WELL_KNOWN = ("numba", "numpy", "math")  # where a bare name such as float32 is looked up last
+
+
+def function_spec(py_func: Any, _stack: tuple[Any, ...] = ()) -> dict[str, Any]:
+    """``py_func`` as data a simulator subprocess can rebuild: ``{"name", "source", "globals", "paths"}``.
+
+    ``paths`` are the folders the subprocess must add to ``sys.path`` to import what is
+    carried by import (a test module's folder, say).  Raises :class:`CannotAttribute`
+    for a global that cannot be carried.
+    """
+    name = py_func.__name__
+    if py_func in _stack:
+        raise CannotAttribute(f"{_stack[0].__name__} calls the device function {name} recursively, "
+                              "which the simulator count does not carry")
+    try:
+        source = _strip_decorators(inspect.getsource(py_func))
+    except (OSError, TypeError) as exc:
+        raise CannotAttribute(f"cannot read the source of {name}: {exc}") from exc
+    carried: dict[str, Any] = {}
+    paths: list[str] = []
+    for global_name, value in _names_used(py_func, _stack or (py_func,)):
+        how = _carry(global_name, value, py_func, _stack + (py_func,))
+        for path in how.pop("paths", []):
+            if path not in paths:
+                paths.append(path)
+        carried[global_name] = how
+    return {"name": name, "source": source, "globals": carried, "paths": paths}
+
+
+def _names_used(py_func: Any, stack: tuple[Any, ...]) -> list[tuple[str, Any]]:
+    """(name, value) of every global the function reads and every value its closure captured."""
+    found = []
+    for name in sorted(_global_names(py_func.__code__)):
+        if name in py_func.__globals__:
+            found.append((name, py_func.__globals__[name]))
+        elif not hasattr(builtins, name):
+            raise CannotAttribute(f"{stack[0].__name__} uses the name `{name}`, which is not defined "
+                                  f"where {py_func.__name__} is defined")
+    for name, cell in zip(py_func.__code__.co_freevars, py_func.__closure__ or ()):
+        try:
+            found.append((name, cell.cell_contents))
+        except ValueError:  # a cell not yet filled: the factory had not assigned it
+            raise CannotAttribute(f"{py_func.__name__} uses `{name}` before its factory assigned it") from None
+    return found
+
+
+def _carry(name: str, value: Any, owner: Any, stack: tuple[Any, ...]) -> dict[str, Any]:
+    """How one global travels: ``{"module"}``, ``{"value"[, "dtype"]}``, ``{"import", "paths"}`` or ``{"device"}``."""
+    if isinstance(value, pytypes.ModuleType):
+        return {"module": value.__name__}
+    if type(value) in _CONSTANTS:
+        return {"value": value}
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        return {"value": value.item(), "dtype": value.dtype.name}
+    home = _importable_home(name, value, owner)
+    if home is not None:
+        where, root = home
+        return {"import": where, "paths": [root] if root else []}
+    inner = getattr(value, "py_func", None) or getattr(value, "fn", None)
+    if inner is not None and inspect.isfunction(inner):
+        spec = function_spec(inner, stack)
+        return {"device": spec, "paths": spec.pop("paths")}
+    module = getattr(owner, "__module__", None)
+    where = "a notebook (__main__)" if module in (None, "__main__") else f"{module}, which cannot be imported by name"
+    raise CannotAttribute(
+        f"{stack[0].__name__} uses the global `{name}` (a {type(value).__name__} from {where}), which the "
+        "simulator count cannot carry to its subprocess: pass it to the kernel as an argument, or define it "
+        "in a module the kernel imports"
+    )
+
+
+def _importable_home(name: str, value: Any, owner: Any) -> tuple[str, str | None] | None:
+    """``("module:attribute", sys.path folder)`` of an importable module that holds ``value``, else None."""
+    qualname = getattr(value, "__qualname__", None)
+    candidates = [(owner.__module__, name), (getattr(value, "__module__", None), name)]
+    if isinstance(qualname, str) and "<locals>" not in qualname:
+        candidates.append((getattr(value, "__module__", None), qualname))
+    candidates += [(module, name) for module in _WELL_KNOWN]
+    for module_name, attribute in candidates:
+        if not isinstance(module_name, str) or module_name not in sys.modules:
+            continue
+        found = _lookup(sys.modules[module_name], attribute)
+        if found is value:
+            importable, root = _import_root(module_name)
+            if importable:
+                return f"{module_name}:{attribute}", root
+    return None
+
+
+def _lookup(module: Any, dotted: str) -> Any:
+    obj = module
+    for part in dotted.split("."):
+        obj = getattr(obj, part, _MISSING)
+        if obj is _MISSING:
+            return _MISSING
+    return obj
+
+
+_MISSING = object()
+
+
+def _import_root(module_name: str) -> tuple[bool, str | None]:
+    """Whether a fresh process can import ``module_name``, and the ``sys.path`` folder it needs (None: any)."""
+    if module_name == "__main__":
+        return False, None
+    if module_name in sys.builtin_module_names:
+        return True, None
+    file = getattr(sys.modules.get(module_name), "__file__", None)
+    if not file or not Path(file).is_file():
+        return False, None
+    path = Path(file).resolve()
+    parts = module_name.split(".")
+    stem = path.name.split(".")[0]
+    folder = path.parent if stem == "__init__" else path.parent / stem
+    if folder.parts[-len(parts):] != tuple(parts):  # loaded under a name its file does not have
+        return False, None
+    return True, str(folder.parents[len(parts) - 1])
+
+
+def build_function(spec: dict[str, Any], cuda: Any) -> Any:
+    """The Python function ``spec`` describes, its globals rebuilt here (run in the simulator subprocess)."""
+    for path in spec.get("paths", []):
+        if path not in sys.path:
+            sys.path.append(path)
+    namespace: dict[str, Any] = {"cuda": cuda}
+    for name, how in spec["globals"].items():
+        namespace[name] = _rebuild(name, how, spec["name"], cuda)
+    exec(compile(spec["source"], f"<kernel {spec['name']}>", "exec"), namespace)  # noqa: S102 - the caller's kernel
+    return namespace[spec["name"]]
+
+
+def _rebuild(name: str, how: dict[str, Any], kernel: str, cuda: Any) -> Any:
+    if "module" in how:
+        return importlib.import_module(how["module"])
+    if "value" in how:
+        return np.dtype(how["dtype"]).type(how["value"]) if "dtype" in how else how["value"]
+    if "device" in how:
+        return cuda.jit(device=True)(build_function(how["device"], cuda))
+    module_name, _, attribute = how["import"].partition(":")
+    try:
+        found = _lookup(importlib.import_module(module_name), attribute)
+    except ImportError as exc:
+        found, why = _MISSING, f"({type(exc).__name__}: {exc})"
+    else:
+        why = ""
+    if found is _MISSING:
+        raise CannotAttribute(f"{kernel} uses `{name}` ({module_name}.{attribute}), which does not exist "
+                              f"under the simulator {why}".rstrip())
+    return found
+
+
+def spec_request(request: dict[str, Any]) -> dict[str, Any]:
+    """:func:`function_spec` of the kernel ``request["kernel"]`` (``"module:name"``), made in this process.
+
+    Run under the real compiler by :mod:`.other_backend`, it shows, without a GPU, what a GPU
+    process sends for a kernel whose globals are GPU-only objects (roofline's intrinsics).
+    """
+    module_name, _, attribute = request["kernel"].partition(":")
+    kernel = _lookup(importlib.import_module(module_name), attribute)
+    return function_spec(getattr(kernel, "py_func", None) or kernel)
