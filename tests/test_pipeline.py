@@ -216,3 +216,25 @@ def test_a_scale_that_float32_cannot_hold_is_fine_in_float64():
         checks.check_close(out, pipeline.reference(*host, s))
     assert pipeline.scalar_for("s", 1e-40, np.float32, nonzero=True) == np.float32(1e-40)  # a subnormal, not 0
     assert pipeline.scalar_for("k", 0, np.float32) == 0  # zero is refused only where it divides
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"dtype": np.int32}, TypeError, "draws floating-point values, got dtype int32.*integers"),
+    ({"dtype": np.uint8}, TypeError, "got dtype uint8"),
+    ({"dtype": np.complex64}, TypeError, "got dtype complex64"),
+    ({"low": 2, "high": 1}, ValueError, "low must be below high, got low = 2, high = 1"),
+    ({"low": 1.0, "high": 1.0}, ValueError, "low must be below high.*uniform inputs"),
+    ({"high": float("inf")}, ValueError, "high must be a finite number, got inf"),
+    ({"low": None}, ValueError, "low must be a finite number, got None"),
+    ({"count": 2.5}, ValueError, "count must be a whole number >= 1 .*got 2.5"),
+    ({"count": 0}, ValueError, "count must be a whole number >= 1 .*got 0"),
+])
+def test_random_inputs_refuse_what_would_make_degenerate_data(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        checks.random_inputs(10, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_random_inputs_stay_inside_the_bounds_in_every_float_dtype(dtype):
+    (x,) = checks.random_inputs(1000, 1, dtype=dtype, low=-3, high=5)
+    assert x.dtype == dtype and x.min() >= -3 and x.max() <= 5 and x.std() > 1
