@@ -1,7 +1,9 @@
 """Honest GPU timing: CUDA events, warm-up, many repeats, median and spread.
 
 In the simulator kernels run as Python threads, so a wall-clock time says nothing
-about a GPU: the functions here say so and return ``None`` instead of a number.
+about a GPU: :func:`time_gpu` and :func:`copy_bandwidth` say so and return ``None``
+instead of a number, and the GPU-only building blocks (:func:`event_samples`,
+:func:`hold_gpu`, :func:`us_per_hold_iteration`) raise :class:`TimingNeedsGPU`.
 """
 
 from __future__ import annotations
