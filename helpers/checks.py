@@ -30,12 +30,26 @@ def _length(n: Any) -> int:
 
 def random_inputs(n: int, count: int = 3, *, dtype: Any = np.float32, seed: int | None = None,
                   low: float = 0.5, high: float = 2.0) -> list[np.ndarray]:
-    """``count`` fresh random host arrays of length ``n`` (a new draw unless ``seed`` is given)."""
+    """``count`` fresh random host arrays of length ``n`` (a new draw unless ``seed`` is given).
+
+    The values are uniform in ``[low, high)``, with ``low < high``, in a floating-point ``dtype``.
+    """
     n = _length(n)
-    if count < 1:
-        raise ValueError(f"count must be at least 1 (how many arrays to draw), got {count}")
-    rng = np.random.default_rng(seed)
+    if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or count < 1:
+        raise ValueError(f"count must be a whole number >= 1 (how many arrays to draw), got {count!r}")
     dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"random_inputs() draws floating-point values, got dtype {dtype}: values in [{low}, {high}) "
+                        "would be truncated to a few repeated numbers. Use a float dtype; for random integers, "
+                        "np.random.default_rng().integers(low, high, n)")
+    for name, bound in (("low", low), ("high", high)):
+        if isinstance(bound, (bool, np.bool_)) or not isinstance(bound, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(bound):
+            raise ValueError(f"{name} must be a finite number, got {bound!r}")
+    if not low < high:
+        raise ValueError(f"low must be below high, got low = {low}, high = {high}: the values are drawn from "
+                         "[low, high), and equal bounds would give uniform inputs, which hide bugs")
+    rng = np.random.default_rng(seed)
     if dtype in (np.float32, np.float64):  # draw in the target precision: 2^28 float32s in a second or two
         return [(rng.random(n, dtype=dtype) * dtype.type(high - low) + dtype.type(low)) for _ in range(count)]
     return [rng.uniform(low, high, n).astype(dtype) for _ in range(count)]

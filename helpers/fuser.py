@@ -26,7 +26,10 @@ import linecache
 import re
 from typing import Any, Callable, Iterable
 
-from .validate import check_elementwise, check_no_aliasing, require_scalar
+import numpy as np
+
+from .pipeline import scalar_for
+from .validate import check_elementwise, check_no_aliasing
 
 RESERVED_KERNEL_NAMES = frozenset({"cuda"})
 """Names the generated source needs for itself (``cuda.grid``): a kernel so named would hide them."""
@@ -138,19 +141,42 @@ def check_kernel_name(name: Any) -> str:
     return name
 
 
-def generate_source(fn: Callable[..., Any], scalars: Iterable[str] | str = (), name: str = "fused") -> str:
-    """Trace ``fn`` with stand-in values and return the source of one elementwise kernel."""
-    check_kernel_name(name)
+def _trace(fn: Callable[..., Any], scalars: list[str]) -> tuple[list[str], Node]:
+    """Call ``fn`` with stand-in values: its parameter names and the expression it returns."""
     params = _parameters(fn)
-    scalars = set(scalar_names(scalars))
-    unknown = scalars - set(params)
+    unknown = set(scalars) - set(params)
     if unknown:
         raise FuseError(f"scalars {sorted(unknown)} are not parameters of the function {params}")
     inputs = [Node("input", name=p, scalar=p in scalars) for p in params]
     result = fn(*inputs)
     if not isinstance(result, Node):
         raise FuseError(f"the function must return one expression of its parameters, got {type(result).__name__}")
+    return params, result
 
+
+def divisor_scalars(node: Node) -> set[str]:
+    """The scalar parameters the expression divides by (``s`` in ``a / s`` or ``a / -s``): they must not be 0."""
+    found = set()
+    if node.op == "/":
+        divisor = node.args[1]
+        while divisor.op == "neg":
+            divisor = divisor.args[0]
+        if divisor.op == "input" and divisor.scalar:
+            found.add(divisor.name)
+    for arg in node.args:
+        found |= divisor_scalars(arg)
+    return found
+
+
+def generate_source(fn: Callable[..., Any], scalars: Iterable[str] | str = (), name: str = "fused") -> str:
+    """Trace ``fn`` with stand-in values and return the source of one elementwise kernel."""
+    check_kernel_name(name)
+    params, result = _trace(fn, scalar_names(scalars))
+    return _emit(params, result, name)
+
+
+def _emit(params: list[str], result: Node, name: str) -> str:
+    """The kernel's source: each array loaded once, each intermediate in a register, one store."""
     loads: list[str] = []  # each array read once, into a register
     steps: list[str] = []  # each intermediate computed once, into a register
     seen: dict[tuple, str] = {}
@@ -221,9 +247,10 @@ class FusedKernel:
     """
 
     def __init__(self, kernel: Any, source: str, parameters: list[str], scalars: Iterable[str],
-                 name: str = "fused") -> None:
+                 name: str = "fused", nonzero: Iterable[str] = ()) -> None:
         self.kernel, self.source, self.name = kernel, source, name
         self.parameters, self.scalars = list(parameters), frozenset(scalars)
+        self.nonzero = frozenset(nonzero)  # the scalars the expression divides by
 
     def __getattr__(self, attribute: str) -> Any:
         if attribute == "kernel":  # not set yet (copying, unpickling): no recursion
@@ -236,18 +263,51 @@ class FusedKernel:
     def __repr__(self) -> str:
         return f"<fused kernel {self.name}({', '.join(self.parameters + ['out'])})>"
 
-    def checked_arguments(self, args: tuple[Any, ...]) -> list[Any]:
-        """The launch arguments, scalars cast to the arrays' dtype; raises naming the first problem."""
+    def checked_arguments(self, args: tuple[Any, ...], launch_config: Any = None) -> list[Any]:
+        """The launch arguments, scalars cast to the arrays' dtype; raises naming the first problem.
+
+        Given the launch's ``[blocks, threads]``, it also checks that they cover every element.
+        """
         expected = self.parameters + ["out"]
         if len(args) != len(expected):
             raise TypeError(f"this kernel takes {len(expected)} arguments ({', '.join(expected)}), "
                             f"got {len(args)}")
         named = dict(zip(expected, args))
         arrays = {k: v for k, v in named.items() if k not in self.scalars}
-        check_elementwise(arrays)
+        n = check_elementwise(arrays)
         check_no_aliasing({k: v for k, v in arrays.items() if k != "out"}, {"out": named["out"]}, in_place=True)
+        if launch_config is not None:
+            check_launch_covers(launch_config, n)
         dtype = named["out"].dtype
-        return [dtype.type(require_scalar(k, v)) if k in self.scalars else v for k, v in named.items()]
+        return [scalar_for(k, v, dtype, nonzero=k in self.nonzero) if k in self.scalars else v
+                for k, v in named.items()]
+
+
+def _x(dimension: Any) -> int | None:
+    """The x extent of a launch dimension (an int or a tuple), or None if it is neither."""
+    if isinstance(dimension, tuple) and dimension:
+        dimension = dimension[0]
+    if isinstance(dimension, (int, np.integer)) and not isinstance(dimension, bool):
+        return int(dimension)
+    return None
+
+
+def check_launch_covers(launch_config: Any, n: int) -> None:
+    """Raise ``ValueError`` if ``[blocks, threads]`` start fewer threads along x than there are elements.
+
+    The generated kernel computes one element per thread, at ``cuda.grid(1)``: an element
+    past the last thread would keep whatever the output held before, with no error.
+    """
+    if not isinstance(launch_config, tuple) or len(launch_config) < 2:
+        return  # Numba itself refuses a launch without [blocks, threads]
+    blocks, threads = _x(launch_config[0]), _x(launch_config[1])
+    if blocks is None or threads is None or blocks * threads >= n:
+        return
+    raise ValueError(
+        f"the launch [{blocks}, {threads}] starts {blocks * threads} threads along x, one per element, but the "
+        f"arrays hold n = {n}: {n - blocks * threads} elements would never be written. "
+        f"Launch enough blocks: kernel[blocks_for(n, {threads}), {threads}](...)."
+    )
 
 
 class FusedLaunch:
@@ -257,7 +317,7 @@ class FusedLaunch:
         self.fused, self.launch_config = fused, launch_config
 
     def __call__(self, *args: Any) -> None:
-        arguments = self.fused.checked_arguments(args)
+        arguments = self.fused.checked_arguments(args, self.launch_config)
         self.fused.kernel[self.launch_config](*arguments)
 
 
@@ -268,6 +328,8 @@ def fuse(fn: Callable[..., Any], scalars: Iterable[str] | str = (), name: str = 
     such as ``("s", "k")``, or one string (``"s"`` or ``"s, k"``).  Launch the kernel
     as ``kernel[blocks, threads](*arguments_of_fn, out)``.
     """
+    check_kernel_name(name)
     names = scalar_names(scalars)
-    source = generate_source(fn, names, name)
-    return FusedKernel(compile_source(source, name), source, _parameters(fn), names, name)
+    params, result = _trace(fn, names)
+    source = _emit(params, result, name)
+    return FusedKernel(compile_source(source, name), source, params, names, name, nonzero=divisor_scalars(result))

@@ -20,11 +20,13 @@ graph's stream (:meth:`CudaGraph.copy_into`) and replay, or capture again.
 Graphs are built with ``cuda.core`` (NVIDIA's Python CUDA library that numba-cuda is
 itself built on): Numba launches into a ``cuda.core`` ``GraphBuilder`` passed where a
 stream goes.  The CUDA simulator runs kernels as Python code and has no graphs:
-:func:`capture` checks the launches there and then raises :class:`GraphsNeedGPU`.
+:func:`capture` checks the launches there (the arrays, and that each launch uses the pipeline's
+``stream``) and then raises :class:`GraphsNeedGPU`.
 """
 
 from __future__ import annotations
 
+import inspect
 import statistics
 import time
 from collections.abc import Callable
@@ -38,12 +40,19 @@ from .backend import is_simulator
 from .ledger import Ledger
 from .timing import MIN_HOLD_US, us_per_hold_iteration
 
-__all__ = ["MIN_HOLD_US", "CudaGraph", "GraphsNeedGPU", "NotCapturable", "capture", "check_capturable", "counted", "time_calls"]
+__all__ = ["MIN_HOLD_US", "CudaGraph", "GraphsNeedGPU", "NotCapturable", "SimulatedStream", "capture", "check_capturable",
+           "counted", "time_calls"]
 
 GRAPHS_NEED_GPU = (
     "CUDA graphs need a GPU: the simulator runs each kernel as Python code and cannot record "
     "launches into a graph"
 )
+
+
+NO_LAUNCHES = "the pipeline made no Numba launches: there is nothing to record"
+
+PIPELINE_SHAPE = ("a function of the stream to launch on, e.g. "
+                  "`def pipeline(stream): kernel[blocks, threads, stream](...)`")
 
 
 class GraphsNeedGPU(RuntimeError):
@@ -124,6 +133,22 @@ def legacy_stream() -> Any:
 # --- checking launches before they are recorded ------------------------------------------
 
 
+def _check_pipeline(pipeline: Any, caller: str) -> None:
+    """Raise ``TypeError`` unless ``pipeline`` can be called with one argument, the stream."""
+    if not callable(pipeline):
+        raise TypeError(f"{caller} needs the pipeline, {PIPELINE_SHAPE}; got {type(pipeline).__name__}")
+    try:
+        signature = inspect.signature(pipeline)
+    except (TypeError, ValueError):
+        return  # no signature to read (a built-in): the call itself will say
+    try:
+        signature.bind(None)
+    except TypeError:
+        name = getattr(pipeline, "__name__", type(pipeline).__name__)
+        raise TypeError(f"{caller} calls the pipeline with one argument, the stream, but {name}{signature} "
+                        f"cannot take it: write the pipeline as {PIPELINE_SHAPE}") from None
+
+
 def check_capturable(kernel: str, args: tuple[Any, ...] | list[Any]) -> None:
     """Raise :class:`NotCapturable` if a launch with these arguments cannot be recorded.
 
@@ -134,6 +159,8 @@ def check_capturable(kernel: str, args: tuple[Any, ...] | list[Any]) -> None:
     """
     from numba import cuda
 
+    if not isinstance(args, (tuple, list)):
+        raise TypeError(f"check_capturable needs the launch's arguments as a tuple or a list, got {type(args).__name__}")
     for position, arg in enumerate(args, 1):
         where = f"argument {position} of {kernel}"
         if isinstance(arg, np.ndarray):
@@ -168,63 +195,107 @@ def _describe(kernel: str, grid: Any, block: Any, args: Any) -> CapturedLaunch:
     return CapturedLaunch(kernel, grid, block, arrays, scalars)
 
 
-class _Watch:
-    """Check (and note) every Numba launch made while it is active; on a GPU, insist on one stream."""
+class SimulatedStream(int):
+    """What a pipeline gets as its ``stream`` in the simulator, which has no streams (it equals 0).
 
-    def __init__(self, expected_handle: int | None, *, run: bool, adopt: Any = None) -> None:
-        self.expected_handle = expected_handle
+    A launch written ``kernel[blocks, threads, stream]`` passes it on, so the checks can tell it from
+    a launch that leaves the stream out: a graph on a GPU would not record that one.
+    """
+
+    def __new__(cls) -> SimulatedStream:
+        return super().__new__(cls, 0)
+
+    def __repr__(self) -> str:
+        return "<the simulator's stand-in stream>"
+
+
+def _wrong_stream(name: str) -> NotCapturable:
+    return NotCapturable(
+        f"{name} was launched on another stream than the one the pipeline was given, so a "
+        f"graph would not record it: write {name}[grid, block, stream](...) with the "
+        "pipeline's `stream` argument."
+    )
+
+
+class _Watch:
+    """Check (and note) every Numba launch made while it is active, and insist on the pipeline's stream.
+
+    ``expected`` is that stream: its handle on a GPU, the :class:`SimulatedStream` in the simulator
+    (``None``: any stream).  ``adopt`` (a stream, or ``None``) lets launches on the default stream
+    through; on a GPU they are moved onto it.
+    """
+
+    def __init__(self, expected: Any, *, run: bool, adopt: Any = None) -> None:
+        self.expected = expected
         self.run = run  # False in the simulator: check and note, but do not execute
-        self.adopt = adopt  # a stream to move launches made on the default stream onto (or None)
+        self.adopt = adopt
         self.launches: list[CapturedLaunch] = []
         self._restore: Callable[[], None] | None = None
 
     def __enter__(self) -> _Watch:
-        if is_simulator():
-            from numba.cuda.simulator import kernel as sim_kernel
-
-            original_sim = sim_kernel.FakeCUDAKernel.__call__
-
-            def watched_sim(kernel: Any, *args: Any) -> Any:
-                if kernel._device or sim_kernel._get_kernel_context() is not None:
-                    return original_sim(kernel, *args)
-                name = kernel.fn.__name__
-                check_capturable(name, args)
-                self.launches.append(_describe(name, kernel.grid_dim, kernel.block_dim, args))
-                return original_sim(kernel, *args) if self.run else None
-
-            sim_kernel.FakeCUDAKernel.__call__ = watched_sim
-            self._restore = lambda: setattr(sim_kernel.FakeCUDAKernel, "__call__", original_sim)
-        else:
-            from numba.cuda.dispatcher import CUDADispatcher
-
-            original = CUDADispatcher.call
-
-            def watched(dispatcher: Any, args: Any, launch_config: Any) -> Any:
-                name = dispatcher.py_func.__name__
-                check_capturable(name, args)
-                handle = int(launch_config.stream.handle)
-                if self.adopt is not None and handle == 0:
-                    # A configuration of its own: Numba shares one per (grid, block, stream) among all
-                    # later launches, so changing this one's stream would move those onto the capture's.
-                    launch_config = dispatcher.configure(launch_config.griddim, launch_config.blockdim,
-                                                         stream=self.adopt, sharedmem=launch_config.sharedmem)
-                    handle = int(self.adopt.handle)
-                if self.expected_handle is not None and handle != self.expected_handle:
-                    raise NotCapturable(
-                        f"{name} was launched on another stream than the one the pipeline was given, so a "
-                        f"graph would not record it: write {name}[grid, block, stream](...) with the "
-                        "pipeline's `stream` argument."
-                    )
-                self.launches.append(_describe(name, launch_config.griddim, launch_config.blockdim, args))
-                return original(dispatcher, args, launch_config)
-
-            CUDADispatcher.call = watched
-            self._restore = lambda: setattr(CUDADispatcher, "call", original)
+        self._restore = self._watch_simulator() if is_simulator() else self._watch_gpu()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._restore is not None:
             self._restore()
+
+    def _check_simulated_stream(self, name: str, given: Any) -> None:
+        if self.expected is None or given is self.expected:
+            return
+        if self.adopt is not None and (given is None or (type(given) is int and given == 0)):
+            return  # the default stream, which a capture that adopts it records too
+        raise _wrong_stream(name)
+
+    def _watch_simulator(self) -> Callable[[], None]:
+        from numba.cuda.simulator import kernel as sim_kernel
+
+        fake = sim_kernel.FakeCUDAKernel
+        original_call, original_item = fake.__call__, fake.__getitem__
+
+        def configured(kernel: Any, configuration: Any) -> Any:  # the simulator forgets the stream: note it
+            has_stream = isinstance(configuration, tuple) and len(configuration) > 2
+            kernel._watched_stream = configuration[2] if has_stream else None
+            return original_item(kernel, configuration)
+
+        def watched_sim(kernel: Any, *args: Any) -> Any:
+            if kernel._device or sim_kernel._get_kernel_context() is not None:
+                return original_call(kernel, *args)
+            name = kernel.fn.__name__
+            check_capturable(name, args)
+            self._check_simulated_stream(name, getattr(kernel, "_watched_stream", None))
+            self.launches.append(_describe(name, kernel.grid_dim, kernel.block_dim, args))
+            return original_call(kernel, *args) if self.run else None
+
+        fake.__call__, fake.__getitem__ = watched_sim, configured
+
+        def restore() -> None:
+            fake.__call__, fake.__getitem__ = original_call, original_item
+
+        return restore
+
+    def _watch_gpu(self) -> Callable[[], None]:
+        from numba.cuda.dispatcher import CUDADispatcher
+
+        original = CUDADispatcher.call
+
+        def watched(dispatcher: Any, args: Any, launch_config: Any) -> Any:
+            name = dispatcher.py_func.__name__
+            check_capturable(name, args)
+            handle = int(launch_config.stream.handle)
+            if self.adopt is not None and handle == 0:
+                # A configuration of its own: Numba shares one per (grid, block, stream) among all
+                # later launches, so changing this one's stream would move those onto the capture's.
+                launch_config = dispatcher.configure(launch_config.griddim, launch_config.blockdim,
+                                                     stream=self.adopt, sharedmem=launch_config.sharedmem)
+                handle = int(self.adopt.handle)
+            if self.expected is not None and handle != self.expected:
+                raise _wrong_stream(name)
+            self.launches.append(_describe(name, launch_config.griddim, launch_config.blockdim, args))
+            return original(dispatcher, args, launch_config)
+
+        CUDADispatcher.call = watched
+        return lambda: setattr(CUDADispatcher, "call", original)
 
 
 # --- the graph -------------------------------------------------------------------------------
@@ -291,12 +362,17 @@ def capture(pipeline: Callable[[Any], object], *, name: str = "graph", stream: A
     argument (a library function, say): its launches on Numba's default stream are
     moved onto the capture's stream and recorded too.
     """
+    _check_pipeline(pipeline, "capture")
     if is_simulator():
-        with _Watch(None, run=False) as watch:
-            pipeline(0)
-        kernels = ", ".join(launch.kernel for launch in watch.launches) or "none"
-        raise GraphsNeedGPU(f"{GRAPHS_NEED_GPU}. The {len(watch.launches)} launches ({kernels}) were checked: "
-                            "all their arrays are on the device.")
+        simulated = SimulatedStream()
+        with _Watch(simulated, run=False, adopt=simulated if adopt_default_stream else None) as watch:
+            pipeline(simulated)
+        if not watch.launches:
+            raise ValueError(NO_LAUNCHES)
+        count, kernels = len(watch.launches), ", ".join(launch.kernel for launch in watch.launches)
+        launched = f"{count} launches ({kernels}) were" if count > 1 else f"1 launch ({kernels}) was"
+        raise GraphsNeedGPU(f"{GRAPHS_NEED_GPU}. The {launched} checked: all their arrays are on the device, "
+                            "and all go on the pipeline's stream.")
     stream = stream if stream is not None else default_stream()
     if warm_up:
         _direct(pipeline, stream, adopt_default_stream)
@@ -333,7 +409,7 @@ def _record(pipeline: Callable[[Any], object], stream: Any, name: str, *, watche
     builder.end_building()
     if watched and not launches:
         _close(builder)
-        raise ValueError("the pipeline made no Numba launches: there is nothing to record")
+        raise ValueError(NO_LAUNCHES)
     graph = builder.complete()
     _close(builder)
     return CudaGraph(graph, stream, launches, name)
@@ -344,12 +420,16 @@ def counted(pipeline: Callable[[Any], object], name: str) -> Ledger:
 
     On a GPU the launches are checked and run once directly, then the ledger
     watches the capture itself (a replay makes the recorded launches, so the same
-    trips).  In the simulator, which has no graphs, it
-    watches the same launches made directly.
+    trips).  In the simulator, which has no graphs, the launches are checked the
+    same way, then made directly while the ledger watches.
     """
+    _check_pipeline(pipeline, "counted")
     if is_simulator():
-        with Ledger(name) as ledger:
-            pipeline(0)
+        simulated = SimulatedStream()
+        with _Watch(simulated, run=False):
+            pipeline(simulated)  # checked as capture checks it (host arrays, the stream), not run
+        with Ledger(name) as ledger:  # then run, the ledger alone watching, so it names the arrays as written
+            pipeline(simulated)
         return ledger
     stream = default_stream()
     launches = _direct(pipeline, stream)  # checked (and compiled) outside the capture

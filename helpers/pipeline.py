@@ -51,16 +51,38 @@ def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray, s: float) -> np.ndarr
     return ((a + b) * c) / s
 
 
+def scalar_for(name: str, value: Any, dtype: Any, *, nonzero: bool = False) -> Any:
+    """``value`` checked (one finite number, non-zero if asked), cast to ``dtype``, and checked again.
+
+    The kernels compute in the arrays' dtype, so the check that counts is on the cast
+    value: ``float32(1e39)`` is inf and ``float32(1e-46)`` is 0, though both pass as floats.
+    """
+    number = require_scalar(name, value, nonzero=nonzero)
+    dtype = np.dtype(dtype)
+    with np.errstate(over="ignore", under="ignore"):
+        cast = dtype.type(number)
+    if not np.isfinite(cast):
+        raise ValueError(f"`{name}` is {number:g}, beyond the largest {dtype} ({np.finfo(dtype).max:g}): "
+                         f"in {dtype} it becomes {cast}, and every result would be 0, infinite or NaN. "
+                         f"Pass a smaller number, or use float64 arrays.")
+    if nonzero and cast == 0:
+        raise ValueError(f"`{name}` is {number:g}, closer to 0 than the smallest {dtype} "
+                         f"({np.finfo(dtype).smallest_subnormal:g}): in {dtype} it becomes 0, and dividing by it "
+                         f"makes every result infinite. Pass a larger number, or use float64 arrays.")
+    return cast
+
+
 def run_three_kernels(a: Any, b: Any, c: Any, s: float, t1: Any, t2: Any, out: Any) -> None:
     """Launch add, multiply and scale: three launches, t1 and t2 round-tripping through memory.
 
     ``a``, ``b``, ``c``, ``t1``, ``t2`` and ``out`` are 1-D float device arrays of one
     length and dtype; ``t1``, ``t2`` and ``out`` must not share memory with the inputs
-    (they may share it with each other).  ``s`` is a finite, non-zero number.
+    (they may share it with each other).  ``s`` is a finite, non-zero number, also in the
+    arrays' dtype (see :func:`scalar_for`).
     """
     n = check_elementwise({"a": a, "b": b, "c": c, "t1": t1, "t2": t2, "out": out}, outputs=("t1", "t2", "out"))
     blocks = blocks_for(n)
-    s = a.dtype.type(require_scalar("s", s, nonzero=True))
+    s = scalar_for("s", s, a.dtype, nonzero=True)
     add_kernel[blocks, BLOCK_SIZE](a, b, t1)
     multiply_kernel[blocks, BLOCK_SIZE](t1, c, t2)
     scale_kernel[blocks, BLOCK_SIZE](t2, s, out)
@@ -70,8 +92,8 @@ def run_fused(a: Any, b: Any, c: Any, s: float, out: Any) -> None:
     """Launch the fused kernel: one launch, reading a, b, c once and writing out once.
 
     The arrays are 1-D float device arrays of one length and dtype, ``out`` apart from
-    the inputs; ``s`` is a finite, non-zero number.
+    the inputs; ``s`` is a finite, non-zero number, also in the arrays' dtype.
     """
     n = check_elementwise({"a": a, "b": b, "c": c, "out": out}, outputs=("out",))
-    s = a.dtype.type(require_scalar("s", s, nonzero=True))
+    s = scalar_for("s", s, a.dtype, nonzero=True)
     fused_kernel[blocks_for(n), BLOCK_SIZE](a, b, c, s, out)

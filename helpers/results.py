@@ -18,12 +18,16 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
+import math
+import os
 import platform
 import types
 import typing
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, ClassVar, TypeVar
+
+import numpy as np
 
 from .backend import is_simulator
 from .device import compute_capability, device_name, sm_count
@@ -135,6 +139,13 @@ class Claim:
     holds: bool | None  # None: not measured (or not comparable)
     note: str = ""
 
+    def __post_init__(self) -> None:
+        if isinstance(self.holds, np.bool_):
+            self.holds = bool(self.holds)  # a comparison of NumPy numbers
+        if self.holds is not None and not isinstance(self.holds, bool):
+            raise TypeError(f"`holds` must be True, False or None (not measured), got {self.holds!r} "
+                            f"({type(self.holds).__name__}); write e.g. `holds=ratio >= 2`")
+
     def line(self) -> str:
         """E.g. ``fused is >= 2x faster than three kernels at 2^28: yes, 2.27x``."""
         if self.holds is None:
@@ -150,36 +161,104 @@ def folder_for(provenance: Provenance) -> Path:
     return RESULTS_DIR / ("h200" if "H200" in provenance.device else "gpu")
 
 
-def path_of(cls: type[Record], folder: Path | None = None) -> Path:
+def _folder(folder: str | os.PathLike[str] | None) -> Path | None:
+    """``folder`` as a :class:`~pathlib.Path` (a ``str`` is fine), or ``None``; else a ``TypeError``."""
+    if folder is None:
+        return None
+    if isinstance(folder, (str, os.PathLike)):
+        return Path(folder)
+    raise TypeError(f"`folder` must be a path (a str or a pathlib.Path) such as 'results/h200', "
+                    f"got {type(folder).__name__}")
+
+
+def _record_class(cls: Any) -> type[Record]:
+    """``cls`` if it is a record class with a file of its own; else a ``TypeError`` naming what to pass."""
+    if isinstance(cls, type) and issubclass(cls, Record) and cls.SCHEMA:
+        return cls
+    if cls is Record:
+        what = "Record itself, the base class of the records"
+    elif isinstance(cls, type):
+        what = f"the class {cls.__name__}, which is not a result record"
+    else:
+        what = f"{cls!r} ({type(cls).__name__})"
+    raise TypeError(f"expected a result record class (a Record subclass with a SCHEMA, such as Sweep), "
+                    f"got {what}; pass the class itself, e.g. `results.load(Sweep)`")
+
+
+def path_of(cls: type[Record], folder: str | os.PathLike[str] | None = None) -> Path:
     """Where ``cls``'s committed result lives (the H200's by default)."""
-    return (folder or RESULTS_DIR / COMMITTED) / f"{cls.SCHEMA}.json"
+    cls = _record_class(cls)
+    return (_folder(folder) or RESULTS_DIR / COMMITTED) / f"{cls.SCHEMA}.json"
+
+
+NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+"""How a result file writes the floats that standard JSON has no token for (read back in float fields)."""
+
+
+def _json_ready(value: Any, where: str) -> Any:
+    """``value`` with NumPy scalars made Python numbers and NaN/inf spelled as strings; names a field JSON cannot hold."""
+    if isinstance(value, dict):
+        keys = [k.item() if isinstance(k, np.generic) else k for k in value]
+        return {k: _json_ready(v, _join(where, k) if isinstance(k, str) else f"{where}[{k!r}]")
+                for k, v in zip(keys, value.values())}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, np.generic) and not isinstance(value, (np.void, np.datetime64, np.timedelta64)):
+        value = value.item()  # np.float32(1.5) -> 1.5, np.int64(3) -> 3, np.bool_ -> bool
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    hint = " (store value.tolist())" if isinstance(value, np.ndarray) else ""
+    raise TypeError(f"field '{where or '(top level)'}' holds a {type(value).__name__}, which a result file "
+                    f"cannot hold: store numbers, strings, lists or dicts{hint}")
 
 
 def to_json(record: Record) -> dict[str, Any]:
-    """The JSON-ready form of ``record``: its fields plus ``schema`` and ``version``."""
-    return {"schema": record.SCHEMA, "version": record.VERSION, **dataclasses.asdict(record)}
+    """The JSON-ready form of ``record``: its fields plus ``schema`` and ``version``.
+
+    NumPy scalars become Python numbers, and NaN and infinities, which standard JSON has
+    no token for, become the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` (read
+    back as floats in ``float`` fields; an untyped (``Any``) field keeps the string).
+    """
+    data = {"schema": record.SCHEMA, "version": record.VERSION, **dataclasses.asdict(record)}
+    return _json_ready(data, "")  # type: ignore[no-any-return]
 
 
-def save(record: Record, folder: Path | None = None) -> Path:
-    """Stamp ``record`` with this machine's provenance (if unset) and write it; returns the path."""
+def save(record: Record, folder: str | os.PathLike[str] | None = None) -> Path:
+    """Stamp ``record`` with this machine's provenance (if unset) and write it; returns the path.
+
+    The record is checked first, the way :func:`load` will read it, so a field of the wrong
+    type is named here and no file is written that :func:`load` would refuse.
+    """
     if not isinstance(record, Record) or not record.SCHEMA:
         raise TypeError(f"save() takes a result record (a Record subclass with a SCHEMA), not {type(record).__name__}")
+    folder = _folder(folder)
     if record.provenance is None:
         record.provenance = Provenance.here()
+    text = json.dumps(to_json(record), indent=1, allow_nan=False) + "\n"
+    from_json(type(record), json.loads(text), source=f"{type(record).__name__} (not saved)")
     folder = folder or folder_for(record.provenance)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{record.SCHEMA}.json"
-    path.write_text(json.dumps(to_json(record), indent=1) + "\n")
+    path.write_text(text)
     return path
 
 
-def load(cls: type[R], folder: Path | None = None) -> R:
-    """Read the committed ``cls`` result (the H200's by default) back into a ``cls``."""
+def load(cls: type[R], folder: str | os.PathLike[str] | None = None) -> R:
+    """Read the committed ``cls`` result (the H200's by default) back into a ``cls``.
+
+    ``folder`` may be a ``str`` or a ``Path``.  (Files written before NaN was spelled
+    ``"NaN"`` hold the bare token ``NaN``; Python's reader takes both.)
+    """
     path = path_of(cls, folder)
     if not path.exists():
         raise ResultError(f"{path}: no such result; `python -m helpers.lab` runs on a GPU write it")
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as error:
+        raise ResultError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start}); "
+                          "a result file is JSON written by `helpers.results.save`") from None
     except json.JSONDecodeError as error:
         raise ResultError(f"{path}: not JSON ({error})") from None
     return from_json(cls, data, source=str(path))
@@ -187,12 +266,18 @@ def load(cls: type[R], folder: Path | None = None) -> R:
 
 def from_json(cls: type[R], data: Any, *, source: str = "<data>") -> R:
     """Build a ``cls`` from its JSON form, checking schema, version and every field."""
+    cls = _record_class(cls)  # type: ignore[assignment]
     if not isinstance(data, dict):
         raise ResultError(f"{source}: expected a JSON object holding a {cls.SCHEMA} result")
     schema, version = data.get("schema"), data.get("version")
     if schema != cls.SCHEMA:
         raise ResultError(f"{source}: field 'schema' is {schema!r}, not {cls.SCHEMA!r}: this file holds another result")
-    if version != cls.VERSION:
+    if isinstance(version, int) and not isinstance(version, bool) and version > cls.VERSION:
+        raise ResultError(
+            f"{source}: field 'version' is {version}, newer than the {cls.SCHEMA} version {cls.VERSION} this code "
+            "reads: it was written by a newer copy of the project; update this one (git pull)"
+        )
+    if version != cls.VERSION or isinstance(version, bool):
         raise ResultError(
             f"{source}: field 'version' is {version!r}, but this code reads {cls.SCHEMA} version {cls.VERSION}; "
             "re-run the measurement to write it anew"
@@ -253,7 +338,14 @@ def _build(kind: Any, value: Any, source: str, where: str) -> Any:
                 raise ResultError(f"{source}: field '{where}' has key {k!r}, not a {key_type.__name__}") from None
             out[key] = _build(item, v, source, f"{where}[{k!r}]")
         return out
+    return _scalar(kind, value, source, here)
+
+
+def _scalar(kind: Any, value: Any, source: str, here: str) -> Any:
+    """A JSON number, string or boolean checked against ``kind`` (``true`` is no number)."""
     if kind is float:
+        if isinstance(value, str) and value in NON_FINITE:
+            return NON_FINITE[value]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ResultError(f"{source}: field '{here}' should be a number, not {value!r}")
         return float(value)

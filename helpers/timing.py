@@ -1,7 +1,9 @@
 """Honest GPU timing: CUDA events, warm-up, many repeats, median and spread.
 
 In the simulator kernels run as Python threads, so a wall-clock time says nothing
-about a GPU: the functions here say so and return ``None`` instead of a number.
+about a GPU: :func:`time_gpu` and :func:`copy_bandwidth` say so and return ``None``
+instead of a number, and the GPU-only building blocks (:func:`event_samples`,
+:func:`hold_gpu`, :func:`us_per_hold_iteration`) raise :class:`TimingNeedsGPU`.
 """
 
 from __future__ import annotations
@@ -23,12 +25,49 @@ SIMULATOR_MESSAGE = (
 )
 
 
+class TimingNeedsGPU(RuntimeError):
+    """A function that times GPU work was called in the simulator, where there is nothing to time."""
+
+
+def _needs_gpu(what: str) -> None:
+    """Raise :class:`TimingNeedsGPU` in the simulator, naming ``what`` and the function that works there."""
+    if is_simulator():
+        raise TimingNeedsGPU(f"{what} needs a GPU: the CUDA simulator has no GPU clock to time against. "
+                             "time_gpu works on either backend (in the simulator it runs the work once "
+                             "and returns None)")
+
+
+def _whole(name: str, value: Any, least: int) -> int:
+    """``value`` if it is a whole number >= ``least``; else a ``ValueError`` naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ValueError(f"{name} must be a whole number >= {least}, got {value!r}")
+    return int(value)
+
+
+def _callable(run: Any, caller: str) -> None:
+    if not callable(run):
+        raise TypeError(f"{caller} needs a function to call, got {type(run).__name__}: did you call the "
+                        "function instead of passing it? Write e.g. "
+                        f"`{caller}(lambda: run_fused(a, b, c, s, out))`.")
+
+
 @dataclass
 class Timing:
-    """Per-repeat times of one GPU workload, in milliseconds."""
+    """Per-repeat times of one GPU workload, in milliseconds (at least one, none negative)."""
 
     label: str
     samples_ms: list[float]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.samples_ms, (str, bytes)) or not hasattr(self.samples_ms, "__len__") \
+                or len(self.samples_ms) == 0:
+            raise ValueError(f"Timing {self.label!r} needs samples_ms, a non-empty list of times in "
+                             f"milliseconds, got {self.samples_ms!r}: time at least one repeat")
+        for i, sample in enumerate(self.samples_ms):
+            number = isinstance(sample, (int, float, np.integer, np.floating)) and not isinstance(sample, bool)
+            if not number or not math.isfinite(sample) or sample < 0:
+                raise ValueError(f"sample {i} of Timing {self.label!r} is {sample!r}: a time is a finite number "
+                                 "of milliseconds >= 0 (CUDA events in the simulator give -1: time on a GPU)")
 
     @property
     def median_ms(self) -> float:
@@ -42,6 +81,9 @@ class Timing:
 
     def bandwidth_gbs(self, nbytes: int) -> float:
         """GB/s achieved if ``nbytes`` were moved in the median time."""
+        if self.median_ms == 0:
+            raise ValueError(f"{self.label}: the median time is 0 ms, too short for the clock to see, so it gives "
+                             "no bandwidth; time more work per repeat (a larger n)")
         return nbytes / (self.median_ms * 1e-3) / 1e9
 
     def __str__(self) -> str:
@@ -75,6 +117,7 @@ def _hold_kernel() -> Any:
 @lru_cache(maxsize=1)
 def us_per_hold_iteration() -> float:
     """Microseconds one iteration of the hold kernel lasts on this GPU (measured once)."""
+    _needs_gpu("us_per_hold_iteration")
     from numba import cuda
 
     hold = _hold_kernel()
@@ -90,11 +133,17 @@ def us_per_hold_iteration() -> float:
 
 def hold_gpu(microseconds: float) -> None:
     """Queue a kernel that keeps the GPU's stream busy for about this long."""
+    if isinstance(microseconds, bool) or not isinstance(microseconds, (int, float, np.integer, np.floating)) \
+            or not 0 <= microseconds < math.inf:
+        raise ValueError(f"microseconds must be a finite number >= 0, got {microseconds!r}")
+    _needs_gpu("hold_gpu")
     _hold_kernel()[1, 1](math.ceil(microseconds / us_per_hold_iteration()))
 
 
 def host_enqueue_us(run: Callable[[], object], samples: int = 5) -> float:
     """Median host time to issue ``run`` with the GPU idle (its launch cost, for kernels)."""
+    _callable(run, "host_enqueue_us")
+    samples = _whole("samples", samples, 1)
     from numba import cuda
 
     costs = []
@@ -121,12 +170,8 @@ def time_gpu(run: Callable[[], object], *, label: str = "", repeats: int = 50, w
     called once (so that its code is exercised and its errors show), then ``None``
     is returned, after saying why.
     """
-    if not callable(run):
-        raise TypeError(f"time_gpu needs a function to call, got {type(run).__name__}: did you call the "
-                        "function instead of passing it? Write `time_gpu(lambda: run_fused(a, b, c, s, out))`.")
-    for name, value, least in (("repeats", repeats, 1), ("warmup", warmup, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"{name} must be a whole number >= {least}, got {value!r}")
+    _callable(run, "time_gpu")
+    repeats, warmup = _whole("repeats", repeats, 1), _whole("warmup", warmup, 0)
     if is_simulator():
         run()  # once, for correctness: the simulator's time says nothing about a GPU
         print(SIMULATOR_MESSAGE)
@@ -149,8 +194,11 @@ def event_samples(run: Callable[[], object], repeats: int, *, hold_us: float = 0
     """Milliseconds between CUDA events around each of ``repeats`` calls of ``run``.
 
     ``before`` runs first in each repeat (an L2 flush, say), then a hold of
-    ``hold_us`` if asked (see :func:`time_gpu`), then the timed call.
+    ``hold_us`` if asked (see :func:`time_gpu`), then the timed call.  It needs a GPU.
     """
+    _callable(run, "event_samples")
+    repeats = _whole("repeats", repeats, 1)
+    _needs_gpu("event_samples")
     from numba import cuda
 
     start, end = cuda.event(), cuda.event()

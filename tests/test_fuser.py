@@ -271,3 +271,49 @@ def test_fused_kernel_still_exposes_the_jit_kernel():
     assert kernel.name == "plus" and kernel.parameters == ["x", "y"]
     assert "plus(x, y, out)" in repr(kernel)
     assert inspect.getsource(kernel.py_func) == kernel.source
+
+
+@pytest.mark.parametrize("s, message", [
+    (0, "`s` is 0: dividing by it makes every result infinite"),
+    (-0.0, "`s` is 0: dividing by it"),
+    (1e-46, "`s` is 1e-46, closer to 0 than the smallest float32 .*becomes 0"),
+    (1e39, "`s` is 1e\\+39, beyond the largest float32 .*becomes inf"),
+])
+def test_a_scalar_the_expression_divides_by_follows_run_fused_rules(chapter_kernel, s, message):
+    a, b, c = (cuda.to_device(x) for x in checks.random_inputs(N))
+    out = checks.poisoned(N)
+    with pytest.raises(ValueError, match=message):
+        chapter_kernel[blocks_for(N), BLOCK_SIZE](a, b, c, s, out)
+    with pytest.raises(ValueError, match=message):
+        pipeline.run_fused(a, b, c, s, out)  # the same rule, the same words
+    assert np.isnan(out.copy_to_host()).all()  # nothing was launched
+
+
+def test_only_the_scalars_it_divides_by_must_be_non_zero():
+    assert fuse(lambda a, b, c, s: (a + b) * c / s, scalars="s").nonzero == {"s"}
+    assert fuse(lambda a, s: a / -s, scalars="s").nonzero == {"s"}
+    assert fuse(lambda a, k, s: s / a * k, scalars="k, s").nonzero == set()
+    scale = fuse(lambda x, k: x * k, scalars="k")
+    x = cuda.to_device(checks.random_inputs(N, count=1)[0])
+    out = checks.poisoned(N)
+    scale[blocks_for(N), BLOCK_SIZE](x, 0, out)  # multiplying by 0 is a fine answer
+    assert not out.copy_to_host().any()
+    with pytest.raises(ValueError, match="`k` is 1e\\+39, beyond the largest float32"):
+        scale[blocks_for(N), BLOCK_SIZE](x, 1e39, out)  # but no scalar may become inf in the arrays' dtype
+
+
+@pytest.mark.parametrize("config, short", [
+    ((1, 256), 44),
+    ((2, 128), 44),
+    (((1,), (256,)), 44),
+    (((1, 4), 256), 44),  # blocks along y start the same elements again: only x counts for cuda.grid(1)
+])
+def test_a_launch_too_small_for_n_is_refused_before_it_runs(chapter_kernel, config, short):
+    a, b, c = (cuda.to_device(x) for x in checks.random_inputs(N))
+    out = checks.poisoned(N)
+    with pytest.raises(ValueError, match=f"arrays hold n = {N}: {short} elements would never be written.*blocks_for"):
+        chapter_kernel[config](a, b, c, S, out)
+    assert np.isnan(out.copy_to_host()).all()
+    chapter_kernel[blocks_for(N, 128), 128](a, b, c, S, out)  # enough threads, and more than enough: fine
+    chapter_kernel[blocks_for(N) + 3, BLOCK_SIZE](a, b, c, S, out)
+    checks.check_close(out, pipeline.reference(*(x.copy_to_host() for x in (a, b, c)), S))

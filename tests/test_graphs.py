@@ -68,6 +68,56 @@ def test_capture_in_the_simulator_checks_the_launches_then_says_graphs_need_a_gp
         graphs.default_stream()
 
 
+def _missing_stream(a, b, t1):
+    def pipeline(stream):
+        add_kernel[blocks_for(N), BLOCK_SIZE](a, b, t1)  # no stream: a graph on a GPU would not record it
+
+    return pipeline
+
+
+@pytest.mark.parametrize("launch", ["no stream", "stream 0"])
+def test_a_launch_that_leaves_out_the_pipelines_stream_is_refused_on_either_backend(launch):
+    a, b, c, t1, t2, out = _arrays()
+    pipeline = _missing_stream(a, b, t1) if launch == "no stream" else (
+        lambda stream: add_kernel[blocks_for(N), BLOCK_SIZE, 0](a, b, t1))
+    for call in (lambda: graphs.capture(pipeline, warm_up=False), lambda: graphs.counted(pipeline, "x")):
+        with pytest.raises(graphs.NotCapturable, match=r"add_kernel was launched on another stream.*"
+                                                       r"add_kernel\[grid, block, stream\]"):
+            call()
+
+
+@in_simulator
+def test_the_simulator_adopts_the_default_stream_when_asked_as_a_gpu_does():
+    a, b, c, t1, t2, out = _arrays()
+    with pytest.raises(graphs.GraphsNeedGPU, match=r"The 1 launch \(fused_kernel\) was checked"):
+        graphs.capture(lambda stream: run_fused(a, b, c, 2.0, out), adopt_default_stream=True)
+    with pytest.raises(graphs.NotCapturable, match="another stream"):
+        graphs.capture(lambda stream: run_fused(a, b, c, 2.0, out))
+
+
+def test_a_pipeline_that_launches_nothing_is_refused_as_on_a_gpu():
+    with pytest.raises(ValueError, match="the pipeline made no Numba launches: there is nothing to record"):
+        graphs.capture(lambda stream: None, warm_up=False)
+
+
+@pytest.mark.parametrize("pipeline, message", [
+    (None, r"capture needs the pipeline, a function of the stream.*got NoneType"),
+    ("three_kernels", r"capture needs the pipeline, .*got str"),
+    (lambda: None, r"capture calls the pipeline with one argument, the stream, but <lambda>\(\) cannot take it"),
+    (lambda stream, out: None, r"but <lambda>\(stream, out\) cannot take it.*def pipeline\(stream\)"),
+])
+def test_capture_and_counted_need_a_function_of_a_stream(pipeline, message):
+    with pytest.raises(TypeError, match=message):
+        graphs.capture(pipeline)
+    with pytest.raises(TypeError, match=message.replace("capture", "counted")):
+        graphs.counted(pipeline, "x")
+
+
+def test_check_capturable_needs_the_arguments():
+    with pytest.raises(TypeError, match="check_capturable needs the launch's arguments as a tuple or a list, got NoneType"):
+        graphs.check_capturable("k", None)
+
+
 @in_simulator
 def test_timing_in_the_simulator_gives_no_number_and_says_why(capsys):
     assert graphs.time_calls(lambda: None, None) is None

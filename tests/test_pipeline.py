@@ -78,6 +78,11 @@ def device_inputs(n=300, dtype=np.float32):
     (float("nan"), ValueError, "`s` is nan"),
     (float("inf"), ValueError, "`s` is inf"),
     (0, ValueError, "`s` is 0: dividing by it"),
+    # finite and non-zero as Python floats, but not in float32, the dtype the kernels divide in
+    (1e39, ValueError, "`s` is 1e\\+39, beyond the largest float32 .*it becomes inf"),
+    (-1e39, ValueError, "`s` is -1e\\+39, beyond the largest float32 .*it becomes -inf"),
+    (1e-46, ValueError, "`s` is 1e-46, closer to 0 than the smallest float32 .*it becomes 0"),
+    (np.float64(1e-46), ValueError, "`s` is 1e-46, closer to 0"),
 ])
 def test_a_bad_scale_is_named_before_anything_runs(s, error, message):
     a, b, c = device_inputs()
@@ -200,3 +205,36 @@ def test_check_close_names_a_missing_result_and_takes_a_plain_list_as_expected()
     with pytest.raises(CheckFailed, match="`out` is None: pass the output array"):
         checks.check_close(None, np.ones(3, np.float32))
     checks.check_close(np.array([1.0, 2.0], np.float32), [1.0, 2.0])
+
+
+def test_a_scale_that_float32_cannot_hold_is_fine_in_float64():
+    host = checks.random_inputs(50, dtype=np.float64)
+    a, b, c = (cuda.to_device(x) for x in host)
+    for s in (1e39, 1e-46):
+        out = checks.poisoned(50, np.float64)
+        pipeline.run_fused(a, b, c, s, out)
+        checks.check_close(out, pipeline.reference(*host, s))
+    assert pipeline.scalar_for("s", 1e-40, np.float32, nonzero=True) == np.float32(1e-40)  # a subnormal, not 0
+    assert pipeline.scalar_for("k", 0, np.float32) == 0  # zero is refused only where it divides
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"dtype": np.int32}, TypeError, "draws floating-point values, got dtype int32.*integers"),
+    ({"dtype": np.uint8}, TypeError, "got dtype uint8"),
+    ({"dtype": np.complex64}, TypeError, "got dtype complex64"),
+    ({"low": 2, "high": 1}, ValueError, "low must be below high, got low = 2, high = 1"),
+    ({"low": 1.0, "high": 1.0}, ValueError, "low must be below high.*uniform inputs"),
+    ({"high": float("inf")}, ValueError, "high must be a finite number, got inf"),
+    ({"low": None}, ValueError, "low must be a finite number, got None"),
+    ({"count": 2.5}, ValueError, "count must be a whole number >= 1 .*got 2.5"),
+    ({"count": 0}, ValueError, "count must be a whole number >= 1 .*got 0"),
+])
+def test_random_inputs_refuse_what_would_make_degenerate_data(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        checks.random_inputs(10, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_random_inputs_stay_inside_the_bounds_in_every_float_dtype(dtype):
+    (x,) = checks.random_inputs(1000, 1, dtype=dtype, low=-3, high=5)
+    assert x.dtype == dtype and x.min() >= -3 and x.max() <= 5 and x.std() > 1

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+import numpy as np
 import pytest
 
 import helpers
@@ -107,3 +109,118 @@ def test_load_or_measure_measures_on_a_gpu_when_asked(tmp_path, capsys):
 def test_claims_read_as_sentences():
     assert results.Claim("fused is >= 2x faster", 2.27, ">= 2", True, "2.27x").line() == "fused is >= 2x faster: yes, 2.27x"
     assert results.Claim("x", None, "", None).line() == "x: not checked (not measured)"
+
+
+# --- bad input: every refusal names the argument or the field, and what to do --------------------
+
+
+def test_a_folder_may_be_a_str_or_a_path(tmp_path):
+    path = results.save(_example(), folder=str(tmp_path))
+    assert path == tmp_path / "example.json"
+    assert results.load(Example, str(tmp_path)).points == results.load(Example, tmp_path).points
+    assert results.path_of(Example, str(tmp_path)) == path
+    with pytest.raises(TypeError, match="`folder` must be a path .*got int"):
+        results.load(Example, 3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="`folder` must be a path"):
+        results.save(_example(), folder=3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("what, message", [
+    ("sweep", r"got 'sweep' \(str\)"),
+    (dict, "got the class dict, which is not a result record"),
+    (results.Record, "got Record itself, the base class"),
+    (Point, "got the class Point, which is not a result record"),
+])
+def test_load_needs_a_record_class(what, message):
+    for call in (lambda: results.load(what), lambda: results.from_json(what, {}), lambda: results.path_of(what)):
+        with pytest.raises(TypeError, match=f"expected a result record class .*{message}.*results.load\\(Sweep\\)"):
+            call()
+
+
+def test_a_file_that_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "example.json"
+    path.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(results.ResultError, match=f"{path}: not UTF-8 text"):
+        results.load(Example, tmp_path)
+
+
+def test_numpy_numbers_are_saved_as_plain_numbers(tmp_path):
+    record = Example(points=[Point(np.float32(1.5), "a"), Point(np.float64(2.0))], by_size={np.int64(1024): Point(3.0)})
+    path = results.save(record, folder=tmp_path)
+    back = results.load(Example, tmp_path)
+    assert back.points == [Point(1.5, "a"), Point(2.0)] and back.by_size == {1024: Point(3.0)}
+    assert type(back.points[0].x) is float and json.loads(path.read_text())["points"][0]["x"] == 1.5
+
+
+@pytest.mark.parametrize("record, message", [
+    (Example(points=[Point("1.5")]), r"field 'points\[0\].x' should be a number, not '1.5'"),
+    (Example(points=[Point(1.0, 7)]), r"field 'points\[0\].label' should be str, not 7"),
+    (Example(points=[Point(True)]), r"field 'points\[0\].x' should be a number, not True"),
+    (Example(points=Point(1.0)), "field 'points' should be a list"),  # type: ignore[arg-type]
+])
+def test_save_refuses_what_load_would_refuse_and_writes_nothing(tmp_path, record, message):
+    with pytest.raises(results.ResultError, match=f"Example \\(not saved\\): {message}"):
+        results.save(record, folder=tmp_path)
+    assert not (tmp_path / "example.json").exists()
+
+
+def test_save_names_a_field_that_json_cannot_hold(tmp_path):
+    with pytest.raises(TypeError, match=r"field 'points\[0\].x' holds a ndarray.*tolist"):
+        results.save(Example(points=[Point(np.ones(2))]), folder=tmp_path)  # type: ignore[arg-type]
+    assert not (tmp_path / "example.json").exists()
+
+
+def test_nan_and_infinities_are_written_as_standard_json_and_read_back(tmp_path):
+    record = Example(points=[Point(float("nan")), Point(float("inf")), Point(-float("inf")), Point(np.float32("nan"))])
+    path = results.save(record, folder=tmp_path)
+    text = path.read_text()
+    data = json.loads(text, parse_constant=lambda token: pytest.fail(f"non-standard JSON token {token}"))
+    assert [p["x"] for p in data["points"]] == ["NaN", "Infinity", "-Infinity", "NaN"]
+    xs = [p.x for p in results.load(Example, tmp_path).points]
+    assert np.isnan(xs[0]) and xs[1] == float("inf") and xs[2] == -float("inf") and np.isnan(xs[3])
+    # a file written before this spelling (bare NaN tokens) still reads, to the same values
+    path.write_text(text.replace('"NaN"', "NaN").replace('"-Infinity"', "-Infinity").replace('"Infinity"', "Infinity"))
+    old = [p.x for p in results.load(Example, tmp_path).points]
+    assert np.isnan(old[0]) and old[1:3] == xs[1:3] and np.isnan(old[3])
+
+
+@pytest.mark.parametrize("edit, message", [
+    # a file from a NEWER copy of the project must not be read as if its layout were this one's
+    (lambda d: d.update(version=4), "field 'version' is 4, newer than the example version 3 .*update this one"),
+    (lambda d: d.update(version=True), "field 'version' is True, but this code reads example version 3"),
+    # JSON `true` is no number, though Python's True == 1
+    (lambda d: d["points"][0].update(x=True), r"field 'points\[0\].x' should be a number, not True"),
+    (lambda d: d["provenance"].update(sm_count=True), "field 'provenance.sm_count' should be int, not True"),
+    (lambda d: d["points"][0].update(x="nan"), r"field 'points\[0\].x' should be a number, not 'nan'"),
+])
+def test_a_newer_layout_and_true_in_a_number_field_are_refused(tmp_path, edit, message):
+    path = results.save(_example(), folder=tmp_path)
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(results.ResultError, match=message):
+        results.load(Example, tmp_path)
+
+
+def test_version_true_is_refused_where_the_layout_is_version_1(tmp_path):
+    @dataclass(kw_only=True)
+    class First(results.Record):
+        SCHEMA: ClassVar[str] = "first"
+        VERSION: ClassVar[int] = 1  # True == 1 in Python: the comparison alone would take it
+
+    with pytest.raises(results.ResultError, match="field 'version' is True"):
+        results.from_json(First, {"schema": "first", "version": True})
+    assert results.from_json(First, {"schema": "first", "version": 1}).provenance is None
+
+
+@pytest.mark.parametrize("holds", ["no", "yes", 0, 1.0, [True]])
+def test_a_claim_holds_only_true_false_or_none(holds):
+    with pytest.raises(TypeError, match=f"`holds` must be True, False or None .*got {re.escape(repr(holds))}"):
+        results.Claim("x", None, "", holds)
+
+
+def test_a_claim_takes_numpys_booleans_and_says_no_when_it_does_not_hold():
+    ratio = np.float64(1.5)
+    claim = results.Claim("fused is >= 2x faster", float(ratio), ">= 2", ratio >= 2, "1.5x")
+    assert claim.holds is False and claim.line() == "fused is >= 2x faster: no, 1.5x"
+    assert results.Claim("x", None, "", np.bool_(True)).holds is True

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 from matplotlib.figure import Figure
 from numba import cuda
@@ -74,6 +75,7 @@ def test_the_hold_kernel_is_queued_before_the_start_event(monkeypatch):
     """The events must bracket the work alone: a hold inside them would add ~200 µs to every sample."""
     log = []
     names = iter(["start", "end"])
+    monkeypatch.setattr(timing, "is_simulator", lambda: False)  # the fakes stand in for a GPU's events
     monkeypatch.setattr(cuda, "event", lambda *a, **k: FakeEvent(log, next(names)), raising=False)
     monkeypatch.setattr(cuda, "event_elapsed_time", lambda start, end: 0.01, raising=False)
     monkeypatch.setattr(timing, "hold_gpu", lambda us: log.append(f"hold {us:g}"))
@@ -130,3 +132,60 @@ def test_plot_returns_a_figure_with_and_without_timings():
 def test_copy_bandwidth_needs_elements(n):
     with pytest.raises(ValueError, match="n must be a positive whole number"):
         copy_bandwidth(n)
+
+
+# --- bad input: named, never a crash deep inside or a made-up number -----------------------------
+
+
+@pytest.mark.parametrize("samples, message", [
+    ([], "Timing 'x' needs samples_ms, a non-empty list"),
+    (None, "needs samples_ms"),
+    ("1.0", "needs samples_ms"),
+    ([1.0, -2.0], "sample 1 of Timing 'x' is -2.0: a time is a finite number of milliseconds >= 0"),
+    ([-1.0], "sample 0 .*simulator give -1"),
+    ([1.0, float("nan")], "sample 1 of Timing 'x' is nan"),
+    ([float("inf")], "sample 0 of Timing 'x' is inf"),
+    ([1.0, "2"], "sample 1 of Timing 'x' is '2'"),
+    ([True], "sample 0 of Timing 'x' is True"),
+])
+def test_a_timing_needs_real_samples(samples, message):
+    with pytest.raises(ValueError, match=message):
+        Timing("x", samples)
+
+
+def test_a_zero_time_gives_no_bandwidth_but_a_reason():
+    t = Timing("x", [0.0, 0.0, 1.0])
+    assert t.median_ms == 0.0  # a time of 0 can be read (the clock's resolution), but not divided by
+    with pytest.raises(ValueError, match="x: the median time is 0 ms.*time more work"):
+        t.bandwidth_gbs(100)
+    assert Timing("y", (np.float32(2.0),)).bandwidth_gbs(2_000_000) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: timing.event_samples(lambda: None, -1), "repeats must be a whole number >= 1, got -1"),
+    (lambda: timing.event_samples(lambda: None, 0), "repeats must be a whole number >= 1, got 0"),
+    (lambda: timing.event_samples(lambda: None, 2.0), "repeats must be a whole number >= 1, got 2.0"),
+    (lambda: timing.host_enqueue_us(lambda: None, samples=0), "samples must be a whole number >= 1, got 0"),
+    (lambda: timing.hold_gpu(-5), "microseconds must be a finite number >= 0, got -5"),
+    (lambda: timing.hold_gpu(float("nan")), "microseconds must be a finite number >= 0, got nan"),
+])
+def test_counts_and_durations_are_checked_on_every_backend(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("call", [timing.event_samples, timing.host_enqueue_us])
+def test_the_timers_need_something_to_call(call):
+    with pytest.raises(TypeError, match=f"{call.__name__} needs a function to call, got NoneType"):
+        call(None, 3) if call is timing.event_samples else call(None)
+
+
+@pytest.mark.skipif(not helpers.is_simulator(), reason="simulator behaviour")
+@pytest.mark.parametrize("name, call", [
+    ("event_samples", lambda: timing.event_samples(lambda: None, 3)),
+    ("hold_gpu", lambda: timing.hold_gpu(100)),
+    ("us_per_hold_iteration", lambda: timing.us_per_hold_iteration()),
+])
+def test_gpu_only_timers_say_they_need_a_gpu_in_the_simulator(name, call):
+    with pytest.raises(timing.TimingNeedsGPU, match=f"{name} needs a GPU.*time_gpu works on either backend"):
+        call()
