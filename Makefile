@@ -43,3 +43,11 @@ release-exercises: setup
 .PHONY: html
 html: setup
 	$(PY) scripts/build_html.py --out build/html
+
+# An nbgrader course folder (docs/teaching.md): one assignment per exercise, and an
+# nbgrader_config.py (course id, kernel, cell timeout). COURSE names the folder: outside
+# the repository, or course/ (git-ignored). Files you edited there are kept (FORCE=1 replaces them).
+.PHONY: course
+course:
+	$(if $(strip $(COURSE)),,$(error name the course folder, e.g. make course COURSE=~/three-kernels-course))
+	$(if $(wildcard $(PY)),$(PY),$(PYTHON)) scripts/course.py $(if $(filter 1,$(FORCE)),--force) "$(strip $(COURSE))"
