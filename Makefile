@@ -39,10 +39,11 @@ release-exercises: setup
 	$(PY) scripts/release_exercises.py $(RELEASE_ARGS)
 
 # The readable HTML edition: the committed (GPU-executed) notebooks, nothing re-run,
-# into build/html/ (open build/html/index.html).
+# into build/html/ (open build/html/index.html); it works offline (MathJax included).
+# The exercises' solutions are left out; SOLUTIONS=1 publishes them (after the session).
 .PHONY: html
 html: setup
-	$(PY) scripts/build_html.py --out build/html
+	$(PY) scripts/build_html.py --out build/html $(if $(filter 1,$(SOLUTIONS)),--solutions)
 
 # An nbgrader course folder (docs/teaching.md): one assignment per exercise, and an
 # nbgrader_config.py (course id, kernel, cell timeout). COURSE names the folder: outside
