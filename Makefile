@@ -39,10 +39,19 @@ release-exercises: setup
 	$(PY) scripts/release_exercises.py $(RELEASE_ARGS)
 
 # The readable HTML edition: the committed (GPU-executed) notebooks, nothing re-run,
-# into build/html/ (open build/html/index.html).
+# into build/html/ (open build/html/index.html); it works offline (MathJax included).
+# The exercises' solutions are left out; SOLUTIONS=1 publishes them (after the session).
 .PHONY: html
 html: setup
-	$(PY) scripts/build_html.py --out build/html
+	$(PY) scripts/build_html.py --out build/html $(if $(filter 1,$(SOLUTIONS)),--solutions)
+
+# An nbgrader course folder (docs/teaching.md): one assignment per exercise, and an
+# nbgrader_config.py (course id, kernel, cell timeout). COURSE names the folder: outside
+# the repository, or course/ (git-ignored). Files you edited there are kept (FORCE=1 replaces them).
+.PHONY: course
+course:
+	$(if $(strip $(COURSE)),,$(error name the course folder, e.g. make course COURSE=~/three-kernels-course))
+	$(if $(wildcard $(PY)),$(PY),$(PYTHON)) scripts/course.py $(if $(filter 1,$(FORCE)),--force) "$(strip $(COURSE))"
 
 # The test suite on a GPU, in parallel (pytest-xdist), in under 10 minutes on an H200.
 # The browser, README and HTML tests need no GPU and stay with `make test` (CI).

@@ -13,6 +13,11 @@ what a reader would see:
 A screenshot of each notebook (and of each plot) is saved under
 ``artifacts/screenshots/`` (git-ignored) to look at.
 
+The HTML edition (``make html``) is opened too, from files, with every request that
+is not for a local file refused: on each lesson page with display math, MathJax
+(shipped with the site) must have typeset every formula, with its web fonts, and no
+raw ``$$`` TeX may remain; every image must carry a real alt text.
+
 The server runs from this Python environment on a free loopback port with a
 random token, on a temporary copy of ``notebooks/`` (running cells saves outputs,
 and the repository's notebooks must not change).  Server and browser are stopped
@@ -23,6 +28,7 @@ says why; ``.ci/run`` installs both.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import re
@@ -367,3 +373,74 @@ def test_notebook_in_jupyterlab(notebook_path: Path, lab: LabServer, browser_con
                 pass
         page.close()
         lab.shutdown_kernels()
+
+
+# -- the HTML edition, offline ---------------------------------------------------------------------
+
+DISPLAY_MATH = re.compile(r"\$\$.+?\$\$", re.S)
+LOCAL = ("file:", "data:", "about:", "blob:")
+NBCONVERT_DEFAULT_ALT = "No description has been provided for this image"
+
+
+def display_math(path: Path) -> int:
+    notebook = nbformat.read(path, as_version=4)
+    return sum(len(DISPLAY_MATH.findall(c.source)) for c in notebook.cells if c.cell_type == "markdown")
+
+
+MATH_LESSONS = [p for p in LESSONS if display_math(p)]
+
+TYPESET_JS = r"""
+() => new Promise(done => MathJax.Hub.Queue(() => done({
+  displays: document.querySelectorAll('.MathJax_Display').length,
+  errors: document.querySelectorAll('.MathJax_Error, merror, .merror').length,
+  rawTex: document.body.innerText.includes('$$'),
+  font: MathJax.OutputJax['HTML-CSS'] ? MathJax.OutputJax['HTML-CSS'].fontInUse : null,
+  alts: [...document.images].map(img => img.getAttribute('alt')),
+})))
+"""
+
+
+@pytest.fixture(scope="module")
+def html_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The HTML edition as `make html` builds it."""
+    spec = importlib.util.spec_from_file_location("build_html", ROOT / "scripts" / "build_html.py")
+    build_html = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("build_html", build_html)  # its dataclasses look their module up
+    spec.loader.exec_module(build_html)
+    out = tmp_path_factory.mktemp("html")
+    built = build_html.build(out)
+    assert not built.broken and not built.undescribed, built.broken + built.undescribed
+    return out
+
+
+@pytest.mark.parametrize("notebook_path", MATH_LESSONS, ids=[p.name for p in MATH_LESSONS])
+def test_html_page_renders_its_math_with_no_network(notebook_path: Path, html_site: Path, browser_context: Any) -> None:
+    remote: list[str] = []
+
+    def only_local(route: Any) -> None:
+        if route.request.url.startswith(LOCAL):
+            route.continue_()
+        else:
+            remote.append(route.request.url)
+            route.abort()
+
+    page = browser_context.new_page()
+    try:
+        page.route("**/*", only_local)
+        page.goto((html_site / notebook_path.relative_to(ROOT)).with_suffix(".html").as_uri(), wait_until="load")
+        try:
+            page.wait_for_function("() => window.MathJax && MathJax.Hub && MathJax.Hub.queue", timeout=30_000)
+        except Exception as error:  # playwright's TimeoutError: say what the page lacked
+            raise AssertionError(f"{notebook_path.name}: MathJax did not load offline (refused: {remote})") from error
+        state = page.evaluate(TYPESET_JS)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.locator(".MathJax_Display").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOTS / f"html_{notebook_path.stem}.png"))
+    finally:
+        page.close()
+    assert not remote, f"{notebook_path.name}: the page asked the network for {remote}"
+    assert state["displays"] >= display_math(notebook_path), (notebook_path.name, state)
+    assert not state["errors"] and not state["rawTex"], (notebook_path.name, state)
+    assert state["font"] == "STIX-Web", f"{notebook_path.name}: MathJax used {state['font']!r}, not its web fonts"
+    bad_alts = [alt for alt in state["alts"] if not (alt or "").strip() or alt == NBCONVERT_DEFAULT_ALT]
+    assert not bad_alts, f"{notebook_path.name}: images without a real alt text: {bad_alts}"
