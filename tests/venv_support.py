@@ -32,10 +32,18 @@ for name in sorted(os.listdir(DEPS)):
 '''
 
 
-def venv_with_deps(folder: Path) -> Path:
-    """Make the environment in ``folder`` (no pip in it) and return its python."""
+def venv_with_deps(folder: Path, wheel: Path | None = None) -> Path:
+    """Make the environment in ``folder`` (no pip in it), install ``wheel`` alone into it, and return its python.
+
+    The wheel goes in before the packages are borrowed, and pip runs away from this checkout: it
+    would otherwise see the project's editable install (or its ``*.egg-info`` in the current folder)
+    and take the wheel as already installed.
+    """
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     python = folder / "bin" / "python"
+    if wheel is not None:
+        subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", str(wheel)],
+                       check=True, capture_output=True, timeout=300, cwd=folder, env=outside_env())
     site_packages = Path(subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         check=True, capture_output=True, text=True).stdout.strip())
