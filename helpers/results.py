@@ -32,7 +32,12 @@ import numpy as np
 from .backend import is_simulator
 from .device import compute_capability, device_name, sm_count
 
-RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
+_PACKAGE = Path(__file__).resolve().parent
+_CHECKOUT = (_PACKAGE.parent / "pyproject.toml").is_file()  # helpers/ inside the repository (an editable install too)
+RESULTS_DIR = _PACKAGE.parent / "results" if _CHECKOUT else _PACKAGE / "_results"
+"""Where the committed results are read from: the repository's ``results/``, or, when the project
+was installed from a wheel (``pip install git+...``, Colab), the copy of ``results/h200`` that
+the wheel carries as ``helpers/_results/h200`` (setup.py)."""
 COMMITTED = "h200"  # the folder of the results committed with the notebooks
 PACKAGES = ("numba", "numba-cuda", "numpy", "cupy-cuda13x", "cupy-cuda12x", "torch", "triton")
 
@@ -155,10 +160,15 @@ class Claim:
 
 
 def folder_for(provenance: Provenance) -> Path:
-    """``results/h200`` for an H200, ``results/simulator`` in the simulator, else ``results/gpu``."""
+    """``results/h200`` for an H200, ``results/simulator`` in the simulator, else ``results/gpu``.
+
+    In the repository, under its ``results/``; installed from a wheel, under ``results/`` in the
+    current folder (never inside the installed package).
+    """
+    base = RESULTS_DIR if _CHECKOUT else Path.cwd() / "results"
     if provenance.backend == "simulator":
-        return RESULTS_DIR / "simulator"
-    return RESULTS_DIR / ("h200" if "H200" in provenance.device else "gpu")
+        return base / "simulator"
+    return base / ("h200" if "H200" in provenance.device else "gpu")
 
 
 def _folder(folder: str | os.PathLike[str] | None) -> Path | None:

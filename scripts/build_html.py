@@ -80,6 +80,17 @@ OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {% endblock data_jpg %}
 """
 MERMAID = re.compile(r"^```mermaid\b", re.M)
+REMOTE_IMAGE = re.compile(r'<img\b[^>]*\bsrc="(?:https?:)?//[^"]*"[^>]*>', re.I)
+ALT = re.compile(r'\balt="([^"]*)"', re.I)
+
+
+def offline_badges(document: str) -> str:
+    """Remote images (the Colab and Binder badges) become their alt text: a page fetches nothing."""
+    def text(match: re.Match[str]) -> str:
+        alt = ALT.search(match.group(0))
+        return f'<span class="badge">{alt.group(1) if alt else "image"}</span>'
+
+    return REMOTE_IMAGE.sub(text, document)
 
 
 class MissingDependency(RuntimeError):
@@ -365,7 +376,7 @@ class Site:
 
     def write(self, page: Path, text: str) -> None:
         page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(text)
+        page.write_text(offline_badges(text))
 
     # -- links -------------------------------------------------------------------------------
 

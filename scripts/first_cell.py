@@ -1,11 +1,21 @@
-"""Give every notebook the friendly first cell of :mod:`helpers.friendly`.
+"""Give every notebook the first cell, badge and kernel of :mod:`helpers.friendly`.
 
-    python scripts/first_cell.py notebooks/[0-9]*.ipynb notebooks/exercises/*.ipynb ...
+    python scripts/first_cell.py notebooks/[0-9]*.ipynb notebooks/exercises/source/*.ipynb
     python scripts/first_cell.py --check notebooks/...      # report only, exit 1 if any differ
 
-The first code cell of a notebook is replaced when it is the plain opening the
-series uses (``import helpers`` and ``helpers.start()``, comments aside); its outputs
-and metadata are kept.  Any other first cell is reported, never overwritten.
+For each notebook it brings three things up to date, and nothing else:
+
+* the first code cell becomes :data:`helpers.friendly.FIRST_CELL` when it is the plain
+  opening the series uses (``import helpers`` and ``helpers.start()``, comments aside) or
+  a first cell this script wrote before (:data:`EARLIER_CELLS`); its outputs and metadata
+  are kept.  Any other first cell is reported, never overwritten;
+* the first markdown cell opens with the Open-in-Colab badge of the notebook (an exercise
+  source gets the badge of the student notebook made from it);
+* ``metadata.kernelspec`` names the project's kernel (:data:`helpers.friendly.KERNELSPEC`).
+
+The student and solution notebooks are made from the exercise sources by
+``scripts/release_exercises.py``: this script refuses them (edit the source, then
+``make release-exercises``).
 """
 
 from __future__ import annotations
@@ -16,10 +26,27 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers.friendly import FIRST_CELL, is_first_cell  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from helpers.friendly import FIRST_CELL, KERNEL_DISPLAY_NAME, KERNELSPEC, colab_badge, is_first_cell  # noqa: E402
 
 PLAIN_OPENING = ["import helpers", "helpers.start()"]
+BADGE_START = "[![Open in Colab]("
+
+EARLIER_CELLS = (
+    # 2026-12: the friendly error only, before the cell installed the project on Colab.
+    f'''# NBVAL_IGNORE_OUTPUT
+try:
+    import helpers  # first: it picks the GPU or the simulator before numba loads
+except ModuleNotFoundError as missing:
+    raise ModuleNotFoundError(
+        f"{{missing.name!r}} cannot be imported: this kernel is not the project's environment. "
+        "In a terminal, in the project folder, run `make lab` and open the notebook in the JupyterLab it starts, "
+        "or pick Kernel > Change Kernel > '{KERNEL_DISPLAY_NAME}'."
+    ) from None
+helpers.start()''',
+)
+"""First cells this script wrote before: replaced by the current one like the plain opening."""
 
 
 def _statements(source: str) -> list[str]:
@@ -28,19 +55,54 @@ def _statements(source: str) -> list[str]:
     return [line for line in lines if line]
 
 
-def update(path: Path, check_only: bool) -> str:
-    """Bring one notebook's first code cell up to date; return what happened."""
-    notebook = nbformat.read(path, as_version=4)
+def colab_path(path: Path) -> str:
+    """The repository path that the notebook's Colab badge opens (an exercise source: its student notebook)."""
+    relative = path.resolve().relative_to(ROOT)
+    if relative.parent == Path("notebooks/exercises/source"):
+        relative = relative.parent.parent / relative.name
+    return relative.as_posix()
+
+
+def with_badge(markdown: str, badge: str) -> str:
+    """``markdown`` opening with ``badge`` on a line of its own (an older badge line replaced)."""
+    lines = markdown.split("\n")
+    if lines and lines[0].startswith(BADGE_START):
+        lines = lines[2:] if len(lines) > 1 and not lines[1].strip() else lines[1:]
+    return "\n".join([badge, "", *lines])
+
+
+def _first_code_cell(notebook) -> str | None:
+    """Bring the first code cell up to date in place; None when done, else why not."""
     cell = next((c for c in notebook.cells if c.cell_type == "code"), None)
     if cell is None:
         return "no code cell"
     if is_first_cell(cell.source):
-        return "ok"
-    if _statements(cell.source) != PLAIN_OPENING:
+        return None
+    known = cell.source.rstrip() in (c.rstrip() for c in EARLIER_CELLS)
+    if not known and _statements(cell.source) != PLAIN_OPENING:
         return "first code cell is not the plain `import helpers` / `helpers.start()`: edit it by hand"
+    cell.source = FIRST_CELL
+    return None
+
+
+def update(path: Path, check_only: bool) -> str:
+    """Bring one notebook's first cell, badge and kernelspec up to date; return what happened."""
+    notebook = nbformat.read(path, as_version=4)
+    if "exercise_release" in notebook.metadata:  # the record scripts/release_exercises.py leaves
+        return "made by scripts/release_exercises.py: edit its source in notebooks/exercises/source, then `make release-exercises`"
+    before = nbformat.writes(notebook)
+    refused = _first_code_cell(notebook)
+    if refused:
+        return refused
+    markdown = next((c for c in notebook.cells if c.cell_type == "markdown"), None)
+    if markdown is None:
+        return "no markdown cell for the Colab badge"
+    markdown.source = with_badge(markdown.source, colab_badge(colab_path(path)))
+    notebook.metadata["kernelspec"] = dict(KERNELSPEC)
+    if nbformat.writes(notebook) == before:
+        return "ok"
     if check_only:
         return "would update"
-    cell.source = FIRST_CELL
     nbformat.write(notebook, path)
     return "updated"
 

@@ -1,12 +1,17 @@
 """environment.yml (conda-forge) and pyproject.toml (pip) must describe the same environment."""
 
 import re
+import shutil
+import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
+import pytest
 import tomllib
 import yaml
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
@@ -19,7 +24,8 @@ CONDA_NAMES = {"matplotlib-base": "matplotlib", "nbconvert-core": "nbconvert"}
 # conda-forge packages that carry libNVVM (nvvm/lib64). cuda-nvcc-tools does not: nvcc and ptxas only.
 NVVM_CARRIERS = {"cuda-nvvm-impl", "cuda-nvvm", "cuda-nvcc-impl", "cuda-nvcc"}
 # The Python versions the tests run on, and where: declare these and no others.
-TESTED_PYTHONS = {"3.11": "CI and the development machines", "3.12": "the H200 image"}
+TESTED_PYTHONS = {"3.11": "CI and the development machines", "3.12": "the H200 image",
+                  "3.13": "CI's second, shorter run (.ci/run)"}
 
 
 def pip_requirements() -> dict[str, SpecifierSet]:
@@ -146,3 +152,100 @@ def test_conda_gets_nvvm_and_the_slim_builds():
     assert names & NVVM_CARRIERS, "environment.yml lists no package that carries libNVVM"
     assert {"matplotlib-base", "nbconvert-core"} <= names
     assert not {"matplotlib", "nbconvert"} & names
+
+
+# -- what each make target installs -----------------------------------------------------------
+
+# Tools a learner never runs: the test runner and its plugins, the browser driver, the grader.
+NOT_FOR_LEARNERS = {"pytest", "pytest-timeout", "nbval", "playwright", "nbgrader"}
+NOT_FOR_TEACHERS = {"pytest", "pytest-timeout", "nbval", "playwright"}
+
+
+def make_extras(target: str, tmp_path: Path, *variables: str) -> list[str]:
+    """The extras that `make TARGET` installs, read from make's dry run (nothing is run)."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    done = subprocess.run(["make", "-n", "-B", target, f"VENV={tmp_path / 'venv'}", *variables],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    found = re.findall(r'pip install -e "\.\[([^\]]+)\]"', done.stdout)
+    assert len(found) == 1, f"`make {target}` should install the project once:\n{done.stdout}"
+    return found[0].split(",")
+
+
+def install_set(extras: list[str]) -> set[str]:
+    """Every distribution that installing the project with ``extras`` brings, as far as this environment
+    knows them: pyproject.toml's lists, then each package's own requirements (transitively)."""
+    project = pyproject()["project"]
+    todo = [Requirement(r) for r in project["dependencies"]]
+    for extra in extras:
+        todo += [Requirement(r) for r in project["optional-dependencies"][extra]]
+    seen, names = set(), set()
+    while todo:
+        req = todo.pop()
+        key = (canonicalize_name(req.name), frozenset(req.extras))
+        if key in seen:
+            continue
+        seen.add(key)
+        names.add(key[0])
+        try:
+            requires = metadata.distribution(req.name).requires or []
+        except metadata.PackageNotFoundError:  # not installed here (another platform's, or the other CUDA extra's)
+            continue
+        for line in requires:
+            dep = Requirement(line)
+            if dep.marker is None or any(dep.marker.evaluate({"extra": e}) for e in (req.extras or {""})):
+                todo.append(dep)
+    return names
+
+
+def test_a_learners_lab_installs_no_test_or_teaching_tool(tmp_path: Path) -> None:
+    extras = make_extras("lab", tmp_path)
+    assert extras == ["lab", "cu13"]
+    installed = install_set(extras)
+    assert {"jupyterlab", "ipykernel", "numba", "numba-cuda", "cuda-toolkit"} <= installed
+    assert not installed & NOT_FOR_LEARNERS, f"make lab installs {sorted(installed & NOT_FOR_LEARNERS)}"
+
+
+def test_a_teachers_lab_adds_the_grader_but_no_test_tool(tmp_path: Path) -> None:
+    installed = install_set(make_extras("teach", tmp_path))
+    assert {"nbgrader", "nbconvert", "jupyterlab"} <= installed
+    assert not installed & NOT_FOR_TEACHERS, f"make teach installs {sorted(installed & NOT_FOR_TEACHERS)}"
+
+
+def test_make_test_installs_every_extra_but_the_other_cuda(tmp_path: Path) -> None:
+    extras = set(make_extras("test", tmp_path))
+    assert extras == set(pyproject()["project"]["optional-dependencies"]) - {"cu12"}
+    assert set(make_extras("test", tmp_path, "CUDA=cu12")) == extras - {"cu13"} | {"cu12"}
+
+
+def test_the_cuda_extra_is_checked_by_make(tmp_path: Path) -> None:
+    done = subprocess.run(["make", "-n", "lab", f"VENV={tmp_path / 'venv'}", "CUDA=cu11"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "CUDA must be cu12" in done.stderr
+
+
+def test_the_environment_remembers_its_cuda_extra_and_python(tmp_path: Path) -> None:
+    """A .venv built for cu12 stays cu12 when nothing is named, and is built anew when cu13 is."""
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    (venv / ".built-with").write_text("CUDA=cu12 PYTHON=python3.12\n")
+    for stamp in ("lab", "teach", "setup"):
+        (venv / f".installed-{stamp}").touch()
+
+    def dry(*variables: str) -> str:
+        return subprocess.run(["make", "-n", "lab", f"VENV={venv}", *variables], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60).stdout
+
+    assert "pip install" not in dry(), "an up-to-date .venv is rebuilt"
+    rebuilt = dry("CUDA=cu13")
+    assert f"rm -rf {venv}" in rebuilt and 'pip install -e ".[lab,cu13]"' in rebuilt and "python3.12 -m venv" in rebuilt
+    assert "python3.11 -m venv" in dry("PYTHON=python3.11")
+
+
+def test_the_readme_states_the_measured_setup_size_and_time() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    size = re.search(r"^SETUP_SIZE := (.+)$", makefile, re.M).group(1).strip()
+    time = re.search(r"^SETUP_TIME := (.+)$", makefile, re.M).group(1).strip()
+    first_screen = (ROOT / "README.md").read_text().split("## ")[0]
+    assert size in first_screen and time in first_screen, f"the README's first screen should say {size}, {time}"

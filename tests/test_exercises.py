@@ -15,6 +15,7 @@ import pytest
 import helpers
 from helpers.checks import CheckFailed
 from helpers.classroom import grading, reference
+from helpers.friendly import KERNEL_NAME
 
 nbformat = pytest.importorskip("nbformat")
 
@@ -140,7 +141,7 @@ def test_student_notebooks_are_clean_and_hold_no_solution():
         assert "raise NotImplementedError()" in text
         solution = nbformat.read(release_exercises.release_paths(source, EXERCISES)["solution"], 4)
         assert "NotImplementedError" not in "".join(c.source for c in solution.cells)
-        assert notebook.metadata["kernelspec"]["name"] == "python3"
+        assert notebook.metadata["kernelspec"]["name"] == KERNEL_NAME
 
 
 def test_solution_cells_carry_nbgrader_metadata():

@@ -12,8 +12,8 @@ README's ```bash blocks, and each one is run in the order the README gives them:
   inside the suite would recurse): every test and notebook must be collected;
 * ``make bench`` and ``make html`` run for real (the bench is a tiny sweep without a GPU);
 * ``make clean`` and ``make lab CUDA=cu12`` are checked with ``make -n`` (they would
-  delete or rebuild the environment), and the CUDA 12 install is resolved with
-  ``pip install --dry-run``;
+  delete or rebuild the environment), and the CUDA 12 install of the learner's extras is
+  resolved with ``pip install --dry-run``;
 * the conda block is checked against ``environment.yml`` (conda itself is not here).
 
 A command the test does not know fails it: a README edit must come with its check.
@@ -165,9 +165,9 @@ def check_command(command: Command, clone: Path, home: Path) -> None:
         if target == "lab" and any(v.startswith("CUDA=") for v in variables):
             cuda = next(v for v in variables if v.startswith("CUDA=")).split("=", 1)[1]
             dry = run(["make", "-n", "-B", *words[1:]], clone, env, 60).stdout
-            assert f'.[dev,{cuda}]' in dry and "jupyter lab" in dry, dry
+            assert f'.[lab,{cuda}]' in dry and "jupyter lab" in dry, dry
             run(["make", "setup"], clone, env, SETUP_AND_START_S)
-            run([".venv/bin/python", "-m", "pip", "install", "--dry-run", "--quiet", "-e", f".[dev,{cuda}]"], clone, env, 600)
+            run([".venv/bin/python", "-m", "pip", "install", "--dry-run", "--quiet", "-e", f".[lab,{cuda}]"], clone, env, 600)
         elif target == "lab":
             assert not variables, f"extend tests/test_readme.py for {command.text!r}"
             check_make_lab(clone, env, home, ["lab"])
