@@ -27,6 +27,7 @@ from .backend import is_simulator
 from .checks import poisoned
 from .ledger import Ledger
 from .softmax import default_threads, online_softmax_kernel, rows_kernel
+from .validate import check_no_aliasing, require_array, require_flag, require_whole
 
 TILE = 16  # the unfused kernels' square tiles
 SHARED_ALIGN = None if is_simulator() else 16  # 16-byte aligned tiles: four floats per shared load
@@ -45,15 +46,21 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False)
 
 
 def _require_qkv(q: Any, k: Any, v: Any, out: Any) -> tuple[int, int, int]:
+    """(heads, L, d) of four float32 device arrays of one shape; ``out`` may be ``q``, never ``k`` or ``v``."""
     shapes = {name: tuple(getattr(a, "shape", ())) for name, a in (("q", q), ("k", k), ("v", v), ("out", out))}
     for name, a in (("q", q), ("k", k), ("v", v), ("out", out)):
         if len(shapes[name]) != 3:
             raise ValueError(f"`{name}` must be (heads, L, d), got shape {shapes[name]}")
-        if np.dtype(a.dtype) != np.float32:
-            raise TypeError(f"`{name}` must be float32, got {a.dtype}")
+        require_array(name, a, dtype=np.float32)
     if len(set(shapes.values())) != 1:
         raise ValueError(f"q, k, v and out must have one shape, got {shapes}")
     heads, length, d = shapes["q"]
+    if d < 1:
+        raise ValueError(f"the head size d must be at least 1, got shape {shapes['q']}")
+    # Later blocks read tiles of K and V that earlier blocks would already have overwritten;
+    # each thread reads its own row of Q before it writes that row of the output.
+    check_no_aliasing({"k": k, "v": v}, {"out": out})
+    check_no_aliasing({"q": q}, {"out": out}, in_place=True)
     return heads, length, d
 
 
@@ -110,6 +117,7 @@ def unfused_buffers(heads: int, length: int) -> tuple[Any, Any]:
     Each is one (heads x L) x L matrix: row ``h * L + i`` holds query row i of head h,
     so the softmax kernels run over it unchanged.
     """
+    heads, length = require_whole("heads", heads, low=0), require_whole("length", length, low=0)
     return (cuda.device_array((heads * length, length), np.float32),
             cuda.device_array((heads * length, length), np.float32))
 
@@ -117,8 +125,13 @@ def unfused_buffers(heads: int, length: int) -> tuple[Any, Any]:
 def run_unfused(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, causal: bool = False) -> None:
     """Scores to ``s``, softmax to ``p``, then ``p @ v`` to ``out``: three kernels."""
     heads, length, d = _require_qkv(q, k, v, out)
+    causal = require_flag("causal", causal)
+    for name, a in (("s", s), ("p", p)):
+        require_array(name, a, ndim=2, floating=True)
     if tuple(s.shape) != (heads * length, length) or tuple(p.shape) != (heads * length, length):
         raise ValueError(f"`s` and `p` must be ({heads * length}, {length}), got {tuple(s.shape)} and {tuple(p.shape)}")
+    check_no_aliasing({"q": q, "k": k, "v": v}, {"s": s, "p": p})
+    check_no_aliasing({"s": s, "p": p}, {"out": out})
     tiles = (length + TILE - 1) // TILE
     scores_kernel[(tiles, tiles, heads), (TILE, TILE)](q, k, s, float32(1 / math.sqrt(d)), causal)
     threads = default_threads(length)
@@ -209,6 +222,11 @@ class FlashConfig:
     batch: int = 4  # tile loads each thread has in flight at once
     keys_per_step: int = 2  # keys scored together before one update of the running max
 
+    def __post_init__(self) -> None:
+        require_whole("block_q", self.block_q, high=1024)
+        for name in ("block_k", "batch", "keys_per_step"):
+            require_whole(name, getattr(self, name))
+
 
 SIMULATOR_CONFIG = FlashConfig(16, 16, 4, 2)
 """16 query rows and 16-key tiles: small enough for the simulator, and the shape the ledger counts."""
@@ -224,6 +242,7 @@ _flash: dict[tuple[int, int, int, int, int, bool], Any] = {}
 
 def flash_kernel(head_dim: int, config: FlashConfig, causal: bool) -> Any:
     """The fused kernel for this head size, block shape and masking (compiled once each)."""
+    head_dim, causal = require_whole("head_dim", head_dim), require_flag("causal", causal)
     if head_dim > 128 or head_dim % 4:
         raise ValueError(f"head size must be a multiple of 4 and at most 128 (a row is kept in registers), got {head_dim}")
     if (config.block_k * head_dim) % (config.block_q * config.batch):
@@ -241,7 +260,10 @@ def flash_kernel(head_dim: int, config: FlashConfig, causal: bool) -> Any:
 def run_fused(q: Any, k: Any, v: Any, out: Any, causal: bool = False, config: FlashConfig | None = None) -> None:
     """One launch of the fused kernel; allocates nothing."""
     heads, length, d = _require_qkv(q, k, v, out)
+    causal = require_flag("causal", causal)
     config = config or default_config()
+    if not isinstance(config, FlashConfig):
+        raise TypeError(f"`config` must be a FlashConfig, got {type(config).__name__}")
     blocks = ((length + config.block_q - 1) // config.block_q, heads)
     flash_kernel(d, config, causal)[blocks, config.block_q](q, k, v, out, float32(1 / math.sqrt(d)))
 
@@ -271,6 +293,7 @@ class Footprint:
 
 def footprint(heads: int, length: int, d: int) -> Footprint:
     """The arrays each pipeline allocates (run_fused allocates none; run_unfused needs S and P)."""
+    heads, length, d = (require_whole(n, x, low=0) for n, x in (("heads", heads), ("length", length), ("d", d)))
     return Footprint(length, 4 * heads * length * d * 4, 2 * heads * length * length * 4, 0)
 
 
@@ -298,6 +321,7 @@ def predicted_traffic(heads: int, length: int, d: int, config: FlashConfig | Non
     ``weighted_sum_kernel`` loads P once per 16 output columns and V once per row of tiles.
     Fused: Q is read once, K and V once per block of query rows, O written once.
     """
+    heads, length, d = (require_whole(n, x) for n, x in (("heads", heads), ("length", length), ("d", d)))
     config = config or default_config()
     f = 4  # bytes per float32
     tiles, col_tiles = math.ceil(length / TILE), math.ceil(d / TILE)

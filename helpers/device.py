@@ -100,3 +100,51 @@ def knee_fmas_per_element(peak_flops: float, bandwidth_bytes_per_s: float, bytes
     if min(peak_flops, bandwidth_bytes_per_s, bytes_per_element) <= 0:
         raise ValueError("peak, bandwidth and bytes per element must all be positive")
     return bytes_per_element * peak_flops / (2 * bandwidth_bytes_per_s)
+
+
+# --- what one block may use -------------------------------------------------------------
+
+REGISTER_ALLOCATION_UNIT = 256
+"""Registers are handed to a warp in units of 256 (Volta to Hopper), so a thread's count rounds up."""
+
+
+class LaunchTooLarge(ValueError):
+    """A launch asks one block for more registers or shared memory than an SM can give it."""
+
+
+def block_limits() -> tuple[int, int] | None:
+    """Registers and bytes of shared memory one block may use on this GPU (``None`` in the simulator)."""
+    if is_simulator():
+        return None
+    from numba import cuda
+
+    device = cuda.get_current_device()
+    return int(device.MAX_REGISTERS_PER_BLOCK), int(device.MAX_SHARED_MEMORY_PER_BLOCK)
+
+
+def launch_problem(threads: int, registers_per_thread: int, shared_bytes: int,
+                   registers_per_block: int, shared_per_block: int) -> str | None:
+    """Why a block of ``threads`` does not fit on an SM, or ``None`` when it does."""
+    warps = -(-threads // 32)
+    per_warp = -(-registers_per_thread * 32 // REGISTER_ALLOCATION_UNIT) * REGISTER_ALLOCATION_UNIT
+    if warps * per_warp > registers_per_block:
+        most = registers_per_block // per_warp * 32
+        return (f"{threads} threads x {registers_per_thread} registers each need {warps * per_warp} registers, "
+                f"and one block may use {registers_per_block}: use at most {most} threads per block")
+    if shared_bytes > shared_per_block:
+        return f"the block needs {shared_bytes} bytes of shared memory, and one block may use {shared_per_block}"
+    return None
+
+
+def check_launch_fits(kernel: object, args: tuple, threads: int, what: str) -> None:
+    """Raise :class:`LaunchTooLarge` before a launch the GPU would refuse (a no-op in the simulator)."""
+    limits = block_limits()
+    if limits is None:
+        return
+    signature = tuple(kernel.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
+    kernel.compile(signature)  # type: ignore[attr-defined]
+    registers = int(kernel.get_regs_per_thread(signature))  # type: ignore[attr-defined]
+    shared = int(kernel.get_shared_mem_per_block(signature))  # type: ignore[attr-defined]
+    problem = launch_problem(threads, registers, shared, *limits)
+    if problem is not None:
+        raise LaunchTooLarge(f"{what} cannot be launched on this GPU: {problem}.")

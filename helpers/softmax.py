@@ -30,31 +30,50 @@ from numba import cuda, float32
 from .backend import is_simulator
 from .checks import poisoned
 from .counting.other_backend import SIMULATOR, OtherBackendError, run_under
+from .device import LaunchTooLarge, check_launch_fits
 from .ledger import Ledger
+from .validate import check_no_aliasing, require_array, require_whole
 
 FULL_MASK = 0xFFFFFFFF
 WARP = 32
 MAX_THREADS = 1024
 
 
-def _require_matrix(x: Any, out: Any) -> tuple[int, int]:
-    """Shape (rows, cols) of two matching C-contiguous float32 matrices, or a clear error."""
+def _require_matrix(x: Any, out: Any, *, in_place: bool = True) -> tuple[int, int]:
+    """Shape (rows, cols) of two matching float32 device matrices, or a clear error.
+
+    ``out`` may be ``x`` itself (every read of a row precedes the block-wide reduction
+    that comes before any write), never a partial overlap of it.
+    """
     for name, a in (("x", x), ("out", out)):
         if getattr(a, "ndim", None) != 2:
             raise ValueError(f"`{name}` must be a 2-D matrix (rows x columns), got shape {getattr(a, 'shape', None)}")
-        if np.dtype(a.dtype) != np.float32:
-            raise TypeError(f"`{name}` must be float32, got {a.dtype}")
+        require_array(name, a, dtype=np.float32)
     if tuple(x.shape) != tuple(out.shape):
         raise ValueError(f"`x` has shape {tuple(x.shape)} but `out` has shape {tuple(out.shape)}")
     rows, cols = x.shape
     if rows == 0 or cols == 0:
         raise ValueError(f"softmax needs at least one row and one column, got shape {tuple(x.shape)}")
+    check_no_aliasing({"x": x}, {"out": out}, in_place=in_place)
     return int(rows), int(cols)
+
+
+def _threads(threads: Any, cols: int) -> int:
+    """Threads per row block: the default for ``None`` (or 0), else a whole multiple of the warp."""
+    if threads is None or (isinstance(threads, (int, np.integer)) and not isinstance(threads, bool) and threads == 0):
+        return default_threads(cols)
+    threads = require_whole("threads", threads, low=WARP, high=MAX_THREADS)
+    if threads % WARP:
+        raise ValueError(f"threads per block must be a multiple of {WARP} between {WARP} and {MAX_THREADS}, "
+                         f"got {threads}: a partial warp would break the warp-shuffle reductions")
+    return threads
 
 
 def reference(x: np.ndarray) -> np.ndarray:
     """Softmax of each row in float64 (NumPy), the answer every kernel is checked against."""
     x64 = np.asarray(x, dtype=np.float64)
+    if x64.ndim != 2:
+        raise ValueError(f"`x` must be a 2-D matrix (rows x columns), got shape {x64.shape}")
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
 
@@ -305,6 +324,8 @@ _kernels: dict[tuple[int, int], Any] = {}
 
 def rows_kernel(n_cols: int, threads: int) -> Any:
     """The row-in-registers kernel for this row length and block size (compiled once each)."""
+    n_cols = require_whole("n_cols", n_cols)
+    threads = require_whole("threads", threads)
     if threads % WARP or not WARP <= threads <= MAX_THREADS:
         raise ValueError(f"threads per block must be a multiple of {WARP} between {WARP} and {MAX_THREADS}, got {threads}")
     if n_cols > 64 * threads:
@@ -337,33 +358,56 @@ def default_threads(n_cols: int) -> int:
 
 def run_unfused(x: Any, row_max: Any, e: Any, row_sum: Any, out: Any, threads: int = 256) -> None:
     """Four launches: row max, subtract and exp (writes e), row sum, divide."""
-    rows, _ = _require_matrix(x, out)
-    threads = WARP if is_simulator() else threads
+    rows, cols = _require_matrix(x, out)
+    require_array("row_max", row_max, shape=(rows,), dtype=np.float32)
+    require_array("e", e, shape=(rows, cols), dtype=np.float32)
+    require_array("row_sum", row_sum, shape=(rows,), dtype=np.float32)
+    check_no_aliasing({"x": x}, {"row_max": row_max, "e": e, "row_sum": row_sum})
+    threads = WARP if is_simulator() else _threads(threads, cols)
     row_max_kernel[rows, threads](x, row_max)
     subtract_exp_kernel[rows, threads](x, row_max, e)
     row_sum_kernel[rows, threads](e, row_sum)
     divide_kernel[rows, threads](e, row_sum, out)
 
 
+_fitting: set[tuple[int, int]] = set()
+
+
+def _fits(kernel: Any, x: Any, out: Any, threads: int, what: str) -> Any:
+    """``kernel`` once it is known to fit on an SM at ``threads`` per block (else a clear error).
+
+    Checked once per kernel and block size, so a timed loop of launches pays nothing for it.
+    """
+    if (id(kernel), threads) not in _fitting:
+        try:
+            check_launch_fits(kernel, (x, out), threads, what)
+        except LaunchTooLarge as exc:
+            raise LaunchTooLarge(f"{exc} Or use run_online, which keeps no row in registers.") from None
+        _fitting.add((id(kernel), threads))
+    return kernel
+
+
 def run_fused(x: Any, out: Any, threads: int | None = None) -> None:
     """One launch of the row-in-registers kernel: x read once, out written once."""
     rows, cols = _require_matrix(x, out)
-    threads = threads or default_threads(cols)
-    rows_kernel(cols, threads)[rows, threads](x, out)
+    threads = _threads(threads, cols)
+    kernel = _fits(rows_kernel(cols, threads), x, out, threads, f"the row-in-registers softmax of {cols} columns")
+    kernel[rows, threads](x, out)
 
 
 def run_pipelined(x: Any, out: Any, threads: int | None = None, blocks: int | None = None) -> None:
     """One launch of the pipelined kernel on ``blocks`` blocks (default: a quarter of the rows), each walking over rows."""
     rows, cols = _require_matrix(x, out)
-    threads = threads or default_threads(cols)
-    blocks = blocks or max(1, rows // 4)
-    pipelined_kernel(cols, threads)[min(blocks, rows), threads](x, out)
+    threads = _threads(threads, cols)
+    blocks = max(1, rows // 4) if blocks is None else require_whole("blocks", blocks)
+    kernel = _fits(pipelined_kernel(cols, threads), x, out, threads, f"the pipelined softmax of {cols} columns")
+    kernel[min(blocks, rows), threads](x, out)
 
 
 def run_online(x: Any, out: Any, threads: int | None = None) -> None:
     """One launch of the online kernel (any row length)."""
     rows, cols = _require_matrix(x, out)
-    threads = threads or default_threads(cols)
+    threads = _threads(threads, cols)
     online_softmax_kernel[rows, threads](x, out)
 
 

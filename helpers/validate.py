@@ -140,3 +140,39 @@ def check_elementwise(arrays: dict[str, Any], *, dtype: Any | None = None, float
     written = [name for name in outputs if name in arrays]
     check_no_aliasing({k: v for k, v in arrays.items() if k not in written}, {k: arrays[k] for k in written})
     return n
+
+
+def require_whole(name: str, value: Any, *, low: int = 1, high: int | None = None) -> int:
+    """Return ``value`` as an int if it is a whole number in ``[low, high]``; else raise naming it."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        got = "None" if value is None else f"{value!r} ({type(value).__name__})"
+        raise TypeError(f"`{name}` must be a whole number, got {got}.")
+    number = int(value)
+    if number < low or (high is not None and number > high):
+        span = f"at least {low}" if high is None else f"between {low} and {high}"
+        raise ValueError(f"`{name}` must be {span}, got {number}.")
+    return number
+
+
+def require_flag(name: str, value: Any) -> bool:
+    """Return ``value`` if it is True or False; a string such as "no" would be read as True."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"`{name}` must be True or False, got {value!r} ({type(value).__name__}).")
+    return bool(value)
+
+
+def require_array(name: str, array: Any, *, shape: tuple[int, ...] | None = None, ndim: int | None = None,
+                  dtype: Any | None = None, floating: bool = False) -> tuple[int, ...]:
+    """Check one device array's place, dimensions, shape and dtype; return its shape."""
+    require_device_array(name, array)
+    got = tuple(int(s) for s in array.shape)
+    if ndim is not None and len(got) != ndim:
+        raise ValueError(f"`{name}` must have {ndim} dimensions, got shape {got}.")
+    if shape is not None and got != tuple(shape):
+        raise ValueError(f"`{name}` must have shape {tuple(shape)}, got {got}.")
+    kind = np.dtype(array.dtype)
+    if dtype is not None and kind != np.dtype(dtype):
+        raise TypeError(f"`{name}` must be {np.dtype(dtype)}, got {kind}.")
+    if floating and kind.kind != "f":
+        raise TypeError(f"`{name}` is {kind}: storing into it would truncate every value. Use float32.")
+    return got

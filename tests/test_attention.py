@@ -142,3 +142,48 @@ def test_impossible_block_shapes_are_refused():
         at.flash_kernel(8, at.FlashConfig(48, 16, 4, 2), False)
     with pytest.raises(ValueError, match="keys_per_step"):
         at.flash_kernel(8, at.FlashConfig(16, 16, 4, 3), False)
+
+
+def _qkv(length=40, d=8):
+    return [cuda.to_device(np.random.default_rng().standard_normal((1, length, d)).astype(np.float32)) for _ in range(3)]
+
+
+def test_unfused_causal_matches_float64():
+    q, k, v = _qkv(33)
+    out = poisoned(33 * 8).reshape(1, 33, 8)
+    s, p = at.unfused_buffers(1, 33)
+    at.run_unfused(q, k, v, s, p, out, causal=True)
+    want = at.reference(q.copy_to_host(), k.copy_to_host(), v.copy_to_host(), causal=True)
+    assert np.max(np.abs(out.copy_to_host() - want)) < 1e-5
+
+
+def test_an_output_that_is_an_input_or_a_host_array_is_refused():
+    q, k, v = _qkv()
+    out = poisoned(320).reshape(1, 40, 8)
+    for name, alias in (("k", k), ("v", v)):
+        with pytest.raises(ValueError, match=f"`out` and `{name}` are the same array"):
+            at.run_fused(q, k, v, alias)
+    at.run_fused(q, k, v, q)  # each thread reads its row of Q before it writes that row
+    with pytest.raises(TypeError, match="`q` is a host NumPy array"):
+        at.run_fused(q.copy_to_host(), k, v, out)
+    s, p = at.unfused_buffers(1, 40)
+    with pytest.raises(TypeError, match="`s` must be a device array"):
+        at.run_unfused(q, k, v, None, p, out)
+    with pytest.raises(TypeError, match="`p` is a host NumPy array"):
+        at.run_unfused(q, k, v, s, p.copy_to_host(), out)
+
+
+def test_settings_are_checked_by_type_and_range():
+    q, k, v = _qkv()
+    out = poisoned(320).reshape(1, 40, 8)
+    with pytest.raises(TypeError, match="`causal` must be True or False, got 'no'"):
+        at.run_fused(q, k, v, out, causal="no")
+    for field in ("block_q", "block_k", "batch", "keys_per_step"):
+        with pytest.raises(ValueError, match=f"`{field}` must be"):
+            at.FlashConfig(**{field: 0})
+    with pytest.raises(ValueError, match="head size d must be at least 1"):
+        at.run_fused(*(cuda.device_array((1, 4, 0), np.float32) for _ in range(4)))
+    with pytest.raises(ValueError, match="`heads` must be at least 0"):
+        at.footprint(-1, 10, 8)
+    with pytest.raises(ValueError, match="`length` must be at least 1"):
+        at.predicted_traffic(1, -5, 8)

@@ -65,6 +65,18 @@ def test_counts():
 def test_bad_settings_and_steps():
     with pytest.raises(ValueError, match="beta1"):
         op.AdamW(beta1=1.0)
+    for field, value in (("eps", -1e-8), ("weight_decay", -0.1)):
+        with pytest.raises(ValueError, match=f"{field} must not be negative"):
+            op.AdamW(**{field: value})
+    for field in ("lr", "eps", "weight_decay", "beta1"):
+        for value in (float("nan"), float("inf")):
+            with pytest.raises(ValueError, match=f"`{field}` is"):
+                op.AdamW(**{field: value})
+        with pytest.raises(TypeError, match=f"`{field}` must be a number"):
+            op.AdamW(**{field: "0.1"})
+    for step in (float("nan"), 1.5, float("inf"), True, "3", None):
+        with pytest.raises(TypeError, match="`step` must be a whole number"):
+            op.AdamW().scalars(step)
     with pytest.raises(ValueError, match="steps count from 1"):
         op.AdamW().scalars(0)
     with pytest.raises(ValueError):
@@ -95,3 +107,40 @@ def test_launch_story_from_the_numbers():
     lines = reductions.adamw_launches(record)
     assert "each extra launch costs about 10.0 µs" in lines[0]
     assert "1608 launches (unfused): 20.000 ms, 40x" in lines[1]
+
+
+def test_arrays_a_step_writes_must_be_distinct_and_checked():
+    p, g, m, v = (cuda.to_device(a) for a in state(300))
+    opt = op.AdamW()
+    with pytest.raises(ValueError, match="same array"):
+        op.run_fused(p, g, m, m, opt, 1)
+    for denom, name in ((v, "v"), (g, "g")):
+        with pytest.raises(ValueError, match=f"`denom` and `{name}` are the same array"):
+            op.run_unfused(p, g, m, v, denom, opt, 1)
+    with pytest.raises(TypeError, match="`opt` must be an AdamW"):
+        op.run_fused(p, g, m, v, None, 1)
+    short = cuda.to_device(np.ones(100, np.float32))
+    with pytest.raises(ValueError, match="different lengths"):
+        op.run_fused_list([p], [short], [m], [v], opt, 1)
+    with pytest.raises(TypeError, match=r"`params\[0\]` is a host NumPy array"):
+        op.run_fused_list([p.copy_to_host()], [g], [m], [v], opt, 1)
+    with pytest.raises(TypeError, match="must be a list of device arrays"):
+        op.run_fused_list(p, g, m, v, opt, 1)
+    with pytest.raises(TypeError, match="`count` must be a whole number"):
+        op.mixed_sizes(2.5)
+    with pytest.raises(ValueError, match="`smallest` must be at least 1"):
+        op.mixed_sizes(10, 10_000, smallest=0)
+
+
+def test_list_of_tensors_follows_the_step_after_the_first():
+    sizes = [5, 40, 300]
+    p, g, m, v = state(sum(sizes))
+    edges = np.r_[0, np.cumsum(sizes)]
+    opt = op.AdamW()
+    views = [[cuda.to_device(a[edges[i]:edges[i + 1]]) for i in range(len(sizes))] for a in (p, g, m, v)]
+    want = (p, m, v)
+    for step in (1, 2, 3):
+        op.run_fused_list(*views, opt, step)
+        want = op.reference(want[0], g, want[1], want[2], opt, step)
+    got = np.concatenate([a.copy_to_host() for a in views[0]])
+    assert np.allclose(got, want[0], rtol=1e-5, atol=1e-7)

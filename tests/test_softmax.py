@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from numba import cuda
 
+import helpers
+
 from helpers import results
 from helpers import softmax as sm
 from helpers.checks import poisoned
@@ -46,10 +48,17 @@ def test_online_equals_two_pass_within_rounding():
     assert np.allclose(a.copy_to_host(), b.copy_to_host(), rtol=1e-6, atol=0)
 
 
-def test_large_values_do_not_overflow():
-    x = random_matrix(2, 40) + np.float32(1000)  # exp(1000) overflows float32; subtracting the max saves it
-    dx, out = cuda.to_device(x), poisoned_matrix(2, 40)
-    sm.run_online(dx, out)
+@pytest.mark.parametrize("version", ["unfused", "fused", "online", "pipelined"])
+def test_large_values_do_not_overflow(version):
+    x = random_matrix(5, 40) + np.float32(1000)  # exp(1000) overflows float32; subtracting the max saves it
+    dx, out = cuda.to_device(x), poisoned_matrix(5, 40)
+    with np.errstate(over="raise"):  # the simulator computes in Python: an overflow would raise
+        if version == "unfused":
+            sm.run_unfused(dx, poisoned(5), poisoned_matrix(5, 40), poisoned(5), out)
+        elif version == "pipelined":
+            sm.run_pipelined(dx, out, blocks=2)
+        else:
+            getattr(sm, f"run_{version}")(dx, out)
     assert np.allclose(out.copy_to_host(), sm.reference(x), rtol=1e-5)
 
 
@@ -141,3 +150,90 @@ def test_the_committed_reduction_records_are_drawn_one_point_per_measurement(tmp
     figure = reductions.plot_part("attention", record)
     assert isinstance(record, reductions.AttentionBench)
     assert [len(ax.collections[0].get_offsets()) for ax in figure.axes] == [len(r.measured) for r in record.rows]
+
+
+def _refused(kind, words, call):
+    with pytest.raises(kind, match=words):
+        call()
+
+
+def test_every_array_argument_is_checked_before_a_launch():
+    x = cuda.to_device(random_matrix(4, 37))
+    out = poisoned_matrix(4, 37)
+    host = random_matrix(4, 37)
+    _refused(TypeError, "`x` is a host NumPy array", lambda: sm.run_fused(host, out))
+    _refused(TypeError, "`out` is a host NumPy array", lambda: sm.run_online(x, host.copy()))
+    rows = lambda n, dtype=np.float32: cuda.device_array(n, dtype)  # noqa: E731
+    unfused = lambda **kw: sm.run_unfused(**{"x": x, "row_max": rows(4), "e": poisoned_matrix(4, 37),  # noqa: E731
+                                             "row_sum": rows(4), "out": out, **kw})
+    _refused(TypeError, "`row_sum` must be float32, got int32", lambda: unfused(row_sum=rows(4, np.int32)))
+    _refused(ValueError, r"`row_max` must have shape \(4,\)", lambda: unfused(row_max=rows(3)))
+    _refused(ValueError, r"`e` must have shape \(4, 37\)", lambda: unfused(e=poisoned_matrix(4, 36)))
+    _refused(TypeError, "`e` must be a device array, got NoneType", lambda: unfused(e=None))
+    _refused(ValueError, "`e` and `x` are the same array", lambda: unfused(e=x))
+    unfused(out=x)  # out may be x: x is last read before out is first written
+
+
+def test_threads_and_blocks_are_whole_numbers_in_range():
+    x, out = cuda.to_device(random_matrix(4, 37)), poisoned_matrix(4, 37)
+    _refused(TypeError, "`threads` must be a whole number, got '64'", lambda: sm.run_fused(x, out, threads="64"))
+    _refused(ValueError, "multiple of 32", lambda: sm.run_online(x, out, threads=48))
+    _refused(ValueError, "`blocks` must be at least 1", lambda: sm.run_pipelined(x, out, blocks=-1))
+    _refused(ValueError, "`n_cols` must be at least 1", lambda: sm.rows_kernel(0, 32))
+    _refused(ValueError, "2-D matrix", lambda: sm.reference(np.ones(5)))
+
+
+def test_a_block_that_does_not_fit_on_an_sm_is_explained():
+    from helpers.device import launch_problem
+
+    assert launch_problem(1024, 64, 0, 65536, 49152) is None
+    too_many = launch_problem(1024, 255, 0, 65536, 49152)
+    assert "1024 threads x 255 registers" in too_many and "at most 256 threads" in too_many
+    assert launch_problem(800, 82, 0, 65536, 49152) is not None  # 82 rounds up to 88 per thread: 70400 > 65536
+    assert "shared memory" in launch_problem(32, 8, 50000, 65536, 49152)
+
+
+on_gpu = pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU")
+
+
+@on_gpu
+@pytest.mark.parametrize("rows, cols, run", [(2, 65536, sm.run_fused), (3, 12345, sm.run_pipelined)])
+def test_launches_beyond_the_sms_registers_are_refused_or_run(rows, cols, run):
+    """On an H200 these shapes once failed with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES."""
+    from helpers.device import LaunchTooLarge
+
+    x = random_matrix(rows, cols)
+    out = poisoned_matrix(rows, cols)
+    try:
+        run(cuda.to_device(x), out)
+    except LaunchTooLarge as refusal:
+        assert "registers" in str(refusal) and "run_online" in str(refusal)
+        return
+    assert np.max(np.abs(out.copy_to_host() - sm.reference(x)) / sm.reference(x)) < 1e-5
+
+
+@on_gpu
+@pytest.mark.parametrize("threads", [32, 64, 96, 128, 256, 512, 1024])
+def test_the_gpu_block_reductions_combine_every_warp(threads):
+    """block_max, block_sum and block_merge use warp shuffles on a GPU only (the simulator has stand-ins)."""
+    from numba import float32
+
+    @cuda.jit
+    def reduce_kernel(values, out):
+        scratch = cuda.shared.array(32, float32)
+        scratch_s = cuda.shared.array(32, float32)
+        v = values[cuda.threadIdx.x]
+        biggest = sm.block_max(v, scratch)
+        cuda.syncthreads()
+        total = sm.block_sum(v, scratch)
+        cuda.syncthreads()
+        m, s = sm.block_merge(v, float32(1), scratch, scratch_s)
+        if cuda.threadIdx.x == 0:
+            out[0], out[1], out[2], out[3] = biggest, total, m, s
+
+    values = np.random.default_rng().permutation(threads).astype(np.float32)  # exact in float32
+    out = cuda.device_array(4, np.float32)
+    reduce_kernel[1, threads](cuda.to_device(values), out)
+    biggest, total, m, s = out.copy_to_host()
+    assert biggest == values.max() and total == values.sum() and m == values.max()
+    assert s == pytest.approx(np.exp(values.astype(np.float64) - values.max()).sum(), rel=1e-5)
