@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "notebooks" / "exercises"
 SOURCES = sorted((EXERCISES / "source").glob("[0-9]*.ipynb"))
 WRONG = sorted((EXERCISES / "wrong").glob("ex*.py"))
+UNUSUAL = sorted((EXERCISES / "unusual").glob("ex*.py"))
 SCRIPT = ROOT / "scripts" / "release_exercises.py"
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -61,6 +62,15 @@ def test_wrong_solution_is_rejected_with_its_message(path):
     assert re.search(module.EXPECTED, str(failure.value), re.S), (
         f"{path.name} was rejected, but with another message:\n{failure.value}"
     )
+
+
+@pytest.mark.parametrize("path", UNUSUAL, ids=[p.stem for p in UNUSUAL])
+def test_a_correct_solution_written_an_unusual_way_passes(path):
+    """At this backend's own sizes, with its own engine: on a GPU, the compiled code and sizes past a million."""
+    module = _load(path, f"unusual_{path.stem}")
+    exercise = grading.EXERCISES[_exercise_of(path)]
+    result = grading.grade(exercise, getattr(module, exercise.function))
+    assert (result.trips, result.bytes_per_element) == (exercise.trips, exercise.bytes_per_element)
 
 
 # --- the solutions -----------------------------------------------------------------------
