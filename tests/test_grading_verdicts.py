@@ -50,7 +50,7 @@ CASES = {  # path -> the verdict every engine and size set must give
     "wrong/ex1_device_copy.py": "fail",  # W4
     "wrong/ex5_device_copies.py": "fail",  # W5
     "wrong/ex1_host_slice.py": "fail",  # W6
-    "wrong/ex1_intermediates_in_one_kernel.py": "fail",  # within the trips, too many bytes
+    "wrong/ex1_intermediate_in_one_kernel.py": "fail",  # within the trips, 4 bytes per element too many
 }
 
 
