@@ -392,6 +392,15 @@ def test_speedups_in_the_simulator_say_they_cannot_time_and_show_the_committed_f
         assert f"{row.speedup:.2f}x faster" in out and record.provenance.describe() in out
 
 
+def test_speedups_of_an_exercise_that_does_not_exist_are_refused():
+    from helpers.classroom import speedups
+
+    module = reference.reference_module(1)
+    for number in (9, True):
+        with pytest.raises(ValueError, match=f"there is no exercise {number!r}"):
+            speedups.show(number, module.saxpy_relu, module.saxpy_relu_unfused)
+
+
 def test_speedups_measure_every_reference_with_a_stand_in_clock(monkeypatch, tmp_path, capsys):
     """The GPU path, run in the simulator with a stand-in clock: the plumbing, the ledger's bytes, the record."""
     from helpers import results, timing
