@@ -107,6 +107,7 @@ does not depend on n; on a GPU that engine runs the kernel in the simulator, slo
 LARGEST_EXTRA_SIZE = 1 << 22
 """The largest size tried past a grid that stayed the same at every size."""
 
+
 def check_sizes() -> tuple[int, ...]:
     """The sizes a check tries on this backend, smallest first."""
     return SIMULATOR_SIZES if is_simulator() else GPU_SIZES
