@@ -2,7 +2,7 @@
 
     python scripts/release_exercises.py            # write what changed, refuse to clobber edits
     python scripts/release_exercises.py --check    # write nothing; exit 1 if a release is out of date
-    python scripts/release_exercises.py --force    # instructors only: overwrite edited notebooks too
+    python scripts/release_exercises.py --force    # instructors only: replace edited notebooks too (a dated copy is kept)
 
 Each source ``notebooks/exercises/source/NN__topic.ipynb`` holds the solution
 between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` (and, optionally, hidden
@@ -16,10 +16,13 @@ writes them.  From it this script writes
   markers removed, the code kept, outputs cleared.
 
 It writes only into those two folders.  Every notebook it writes records, in its
-metadata, a checksum of its cells' sources.  A notebook whose cells no longer match
-its checksum was edited after it was generated (a student's work, say), and is
+metadata, a checksum of its cells' sources (and, for a student version, of its cells'
+metadata: tags, hidden inputs, collapsed outputs).  A notebook whose cells no longer
+match its checksum was edited after it was generated (a student's work, say), and is
 never overwritten without ``--force``; nor is a student notebook that was only
-*run* (it holds outputs the student may want to keep).  A notebook that is already up to date is
+*run* (it holds outputs the student may want to keep).  With ``--force`` such a
+notebook is replaced, and the old one is kept beside it, dated
+(``01__topic.ipynb.student-2026-12-03T101500``).  A notebook that is already up to date is
 not touched, so solutions executed in place keep their outputs.
 """
 
@@ -29,8 +32,10 @@ import argparse
 import copy
 import hashlib
 import json
+import shutil
 import sys
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +115,16 @@ def content_hash(notebook: Any) -> str:
     return hashlib.sha256(json.dumps(cells).encode()).hexdigest()
 
 
+VOLATILE_METADATA = ("execution",)
+"""Cell metadata that running a notebook writes (timings), not the student's choice."""
+
+
+def metadata_hash(notebook: Any) -> str:
+    """Checksum of the cells' metadata (tags, hidden inputs, ...), what running writes left out."""
+    cells = [{k: v for k, v in cell.metadata.items() if k not in VOLATILE_METADATA} for cell in notebook.cells]
+    return hashlib.sha256(json.dumps(cells, sort_keys=True).encode()).hexdigest()
+
+
 def _file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -131,6 +146,8 @@ def make_release(source_path: Path, kind: str) -> Any:
         "content_sha256": content_hash(notebook),
         "generated_by": "scripts/release_exercises.py",
     }
+    if kind == "student":  # a student may hide or tag cells: that is their work too
+        notebook.metadata[METADATA_KEY]["metadata_sha256"] = metadata_hash(notebook)
     return notebook
 
 
@@ -142,8 +159,12 @@ def release_paths(source_path: Path, release_dir: Path) -> dict[str, Path]:
     }
 
 
-def edited(path: Path) -> str | None:
-    """Why an existing release notebook must not be overwritten, or None when it may be."""
+def edited(path: Path, fresh: Any | None = None) -> str | None:
+    """Why an existing release notebook must not be overwritten, or None when it may be.
+
+    ``fresh`` is the notebook that would replace it: a student version released before
+    cell metadata was recorded is compared with the fresh one's metadata instead.
+    """
     try:
         existing = nbformat.read(path, as_version=4)
     except Exception as error:  # unreadable: someone's file, not ours
@@ -155,7 +176,16 @@ def edited(path: Path) -> str | None:
         return "its cells were edited after it was generated"
     if record.get("kind") == "student" and _was_run(existing):
         return "it was run after it was generated (its outputs would be lost)"
+    if record.get("kind") == "student" and _metadata_changed(existing, record, fresh):
+        return "its cells' metadata (tags, hidden or collapsed cells) was changed after it was generated"
     return None
+
+
+def _metadata_changed(existing: Any, record: dict[str, Any], fresh: Any | None) -> bool:
+    recorded = record.get("metadata_sha256")
+    if recorded is None and fresh is not None:  # released before the metadata was recorded
+        recorded = fresh.metadata[METADATA_KEY].get("metadata_sha256")
+    return recorded is not None and recorded != metadata_hash(existing)
 
 
 def _was_run(notebook: Any) -> bool:
@@ -170,9 +200,8 @@ def same_release(path: Path, notebook: Any) -> bool:
     """True when the file at ``path`` already holds these cells from this source."""
     existing = nbformat.read(path, as_version=4)
     mine, theirs = notebook.metadata[METADATA_KEY], existing.metadata.get(METADATA_KEY, {})
-    return content_hash(existing) == mine["content_sha256"] and all(
-        theirs.get(k) == mine[k] for k in ("kind", "source", "source_sha256", "content_sha256")
-    )
+    keys = [k for k in ("kind", "source", "source_sha256", "content_sha256", "metadata_sha256") if k in mine]
+    return content_hash(existing) == mine["content_sha256"] and all(theirs.get(k) == mine[k] for k in keys)
 
 
 @dataclass
@@ -180,6 +209,19 @@ class Outcome:
     path: Path
     status: str  # "written", "up to date", "refused", "out of date", "missing"
     why: str = ""
+    kept: Path | None = None  # where the replaced notebook was kept (``--force`` on an edited one)
+
+
+def keep_a_copy(path: Path, kind: str) -> Path:
+    """Copy ``path`` beside itself under a dated name that no tool takes for a notebook; return it."""
+    stamp = datetime.now().strftime("%Y-%m-%dT%H%M%S")
+    kept = path.with_name(f"{path.name}.{kind}-{stamp}")
+    count = 1
+    while kept.exists():
+        count += 1
+        kept = path.with_name(f"{path.name}.{kind}-{stamp}-{count}")
+    shutil.copy2(path, kept)
+    return kept
 
 
 def release(source_dir: Path, release_dir: Path, *, force: bool = False, check: bool = False) -> list[Outcome]:
@@ -194,6 +236,7 @@ def release(source_dir: Path, release_dir: Path, *, force: bool = False, check: 
     for source_path in sources:
         for kind, path in release_paths(source_path, release_dir).items():
             notebook = make_release(source_path, kind)
+            why = None  # why an existing notebook must not be replaced (kept, dated, under --force)
             if not path.exists():
                 if check:
                     outcomes.append(Outcome(path, "missing"))
@@ -202,17 +245,23 @@ def release(source_dir: Path, release_dir: Path, *, force: bool = False, check: 
                 outcomes.append(Outcome(path, "up to date"))
                 continue
             elif check:
-                outcomes.append(Outcome(path, "out of date", edited(path) or "its source changed"))
+                outcomes.append(Outcome(path, "out of date", edited(path, notebook) or "its source changed"))
                 continue
-            elif (why := edited(path)) and not force:
+            elif (why := edited(path, notebook)) and not force:
                 outcomes.append(Outcome(path, "refused", why))
                 continue
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if not path.resolve().is_relative_to(release_dir):
-                raise ReleaseError(f"refusing to write outside the release folder: {path}")
-            nbformat.write(notebook, path)
-            outcomes.append(Outcome(path, "written"))
+            outcomes.append(_write(notebook, path, release_dir, kind, why))
     return outcomes
+
+
+def _write(notebook: Any, path: Path, release_dir: Path, kind: str, why: str | None) -> Outcome:
+    """Write one release; an edited notebook it replaces (``--force``) is kept first, dated."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.resolve().is_relative_to(release_dir):
+        raise ReleaseError(f"refusing to write outside the release folder: {path}")
+    kept = keep_a_copy(path, kind) if why else None
+    nbformat.write(notebook, path)
+    return Outcome(path, "written", why or "", kept)
 
 
 def main(argv: list[str]) -> int:
@@ -220,7 +269,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--source", type=Path, default=EXERCISES / "source", help="folder of nbgrader-format sources")
     parser.add_argument("--release", type=Path, default=EXERCISES, help="folder for the student versions")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 unless everything is up to date")
-    parser.add_argument("--force", action="store_true", help="overwrite notebooks edited since generation (instructors)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace notebooks edited since generation, keeping a dated copy of each (instructors)")
     args = parser.parse_args(argv)
     try:
         outcomes = release(args.source, args.release, force=args.force, check=args.check)
@@ -232,7 +282,10 @@ def main(argv: list[str]) -> int:
         shown = outcome.path.relative_to(Path.cwd()) if outcome.path.is_relative_to(Path.cwd()) else outcome.path
         line = f"{outcome.status:>11}  {shown}"
         if outcome.status == "refused":
-            line += f": {outcome.why}; move it away, or pass --force to overwrite it"
+            line += (f": {outcome.why}; move it away, or pass --force to replace it (the old one is then kept "
+                     "beside it, under a dated name)")
+        elif outcome.kept is not None:
+            line += f": {outcome.why}; the old one is kept as {outcome.kept.name}"
         elif outcome.why:
             line += f": {outcome.why}"
         print(line)

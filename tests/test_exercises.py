@@ -3,6 +3,7 @@ every solution is accepted, and the student notebooks are clean and in sync."""
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import re
 import shutil
@@ -23,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "notebooks" / "exercises"
 SOURCES = sorted((EXERCISES / "source").glob("[0-9]*.ipynb"))
 WRONG = sorted((EXERCISES / "wrong").glob("ex*.py"))
+UNUSUAL = sorted((EXERCISES / "unusual").glob("ex*.py"))
 SCRIPT = ROOT / "scripts" / "release_exercises.py"
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -63,6 +65,15 @@ def test_wrong_solution_is_rejected_with_its_message(path):
     )
 
 
+@pytest.mark.parametrize("path", UNUSUAL, ids=[p.stem for p in UNUSUAL])
+def test_a_correct_solution_written_an_unusual_way_passes(path):
+    """At this backend's own sizes, with its own engine: on a GPU, the compiled code and sizes past a million."""
+    module = _load(path, f"unusual_{path.stem}")
+    exercise = grading.EXERCISES[_exercise_of(path)]
+    result = grading.grade(exercise, getattr(module, exercise.function))
+    assert (result.trips, result.bytes_per_element) == (exercise.trips, exercise.bytes_per_element)
+
+
 # --- the solutions -----------------------------------------------------------------------
 
 
@@ -85,11 +96,13 @@ def test_solution_passes_its_check(source, tmp_path, capsys):
     assert f"exercise {number} passed" in result.summary()
 
 
-@pytest.mark.parametrize("source", SOURCES, ids=[p.stem for p in SOURCES])
+# Exercise 2 gives its pipeline for a prediction (graded by check_prediction_2), not to be checked.
+GRADED_UNFUSED = [p for p in SOURCES if int(p.name[:2]) != 2]
+
+
+@pytest.mark.parametrize("source", GRADED_UNFUSED, ids=[p.stem for p in GRADED_UNFUSED])
 def test_the_given_unfused_pipelines_are_correct_but_fail_the_budget(source, tmp_path):
     exercise = grading.EXERCISES[int(source.name[:2])]
-    if exercise.number == 2:
-        pytest.skip("exercise 2 gives its pipeline for a prediction, graded by check_prediction_2")
     module = _solution_module(source, tmp_path)
     with pytest.raises(CheckFailed, match=r"you made \d+ trips to memory in \d+ launches") as failure:
         grading.grade(exercise, getattr(module, exercise.unfused))
@@ -216,6 +229,58 @@ def test_generator_never_clobbers_an_edited_student_notebook(tmp_path):
     done = _release(tmp_path, "--force")
     assert done.returncode == 0
     assert "my work" not in student.read_text() and "A new sentence." in student.read_text()
+    kept = sorted(student.parent.glob(f"{student.name}.student-*"))
+    assert len(kept) == 1 and kept[0].read_bytes() == edited  # the student's notebook, kept as it was
+    assert f"the old one is kept as {kept[0].name}" in done.stdout
+    assert not list(student.parent.glob(f"{SOURCES[1].name}.student-*"))  # an untouched one needs no copy
+
+
+def _tag_and_hide(notebook) -> None:
+    """What a student does in JupyterLab without typing code: tag a cell, hide an input."""
+    cell = next(c for c in notebook.cells if c.cell_type == "code")
+    cell.metadata["tags"] = ["my-notes"]
+    cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+
+
+def _edit_the_source(tmp_path: Path) -> None:
+    source = nbformat.read(tmp_path / "source" / SOURCES[0].name, 4)
+    source.cells[0].source += "\n\nA new sentence."
+    nbformat.write(source, tmp_path / "source" / SOURCES[0].name)
+
+
+def test_generator_never_drops_a_students_tags_or_hidden_cells(tmp_path):
+    shutil.copytree(EXERCISES / "source", tmp_path / "source")
+    assert _release(tmp_path).returncode == 0
+    student = tmp_path / "release" / SOURCES[0].name
+    notebook = nbformat.read(student, 4)
+    _tag_and_hide(notebook)
+    nbformat.write(notebook, student)
+    tagged = student.read_bytes()
+
+    assert _release(tmp_path).returncode == 0 and student.read_bytes() == tagged  # nothing upstream: left alone
+    _edit_the_source(tmp_path)
+    done = _release(tmp_path)
+    assert done.returncode == 1 and student.read_bytes() == tagged
+    assert "refused" in done.stdout and "metadata (tags, hidden or collapsed cells) was changed" in done.stdout
+    done = _release(tmp_path, "--force")
+    kept = sorted(student.parent.glob(f"{student.name}.student-*"))
+    assert done.returncode == 0 and len(kept) == 1 and kept[0].read_bytes() == tagged
+
+
+def test_a_notebook_released_before_metadata_was_recorded_keeps_its_tags_too(tmp_path):
+    shutil.copytree(EXERCISES / "source", tmp_path / "source")
+    assert _release(tmp_path).returncode == 0
+    student = tmp_path / "release" / SOURCES[0].name
+    notebook = nbformat.read(student, 4)
+    del notebook.metadata[release_exercises.METADATA_KEY]["metadata_sha256"]  # as an older release wrote it
+    untouched = copy.deepcopy(notebook)
+    _tag_and_hide(notebook)
+    nbformat.write(notebook, student)
+    done = _release(tmp_path)
+    assert done.returncode == 1 and "metadata (tags" in done.stdout
+    nbformat.write(untouched, student)  # the same old release, not tagged: brought up to date
+    assert _release(tmp_path).returncode == 0
+    assert "metadata_sha256" in nbformat.read(student, 4).metadata[release_exercises.METADATA_KEY]
 
 
 def test_generator_never_clobbers_a_student_notebook_that_was_only_run(tmp_path):
@@ -326,6 +391,15 @@ def test_speedups_in_the_simulator_say_they_cannot_time_and_show_the_committed_f
     else:
         row = record.row(1)
         assert f"{row.speedup:.2f}x faster" in out and record.provenance.describe() in out
+
+
+def test_speedups_of_an_exercise_that_does_not_exist_are_refused():
+    from helpers.classroom import speedups
+
+    module = reference.reference_module(1)
+    for number in (9, True):
+        with pytest.raises(ValueError, match=f"there is no exercise {number!r}"):
+            speedups.show(number, module.saxpy_relu, module.saxpy_relu_unfused)
 
 
 def test_speedups_measure_every_reference_with_a_stand_in_clock(monkeypatch, tmp_path, capsys):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from importlib import util
 from pathlib import Path
 
@@ -269,15 +270,17 @@ def test_every_grade_draws_fresh_inputs():
 
 
 def test_grade_tries_every_documented_size():
-    """The documented sizes: one element, less than a block, just past a block, several blocks."""
+    """The documented sizes: one element, less than a block, just past a block, several blocks, and past
+    a grid written into the code (16 blocks of 256 threads)."""
     spy = _Spy()
     result = grading.grade(grading.EXERCISE_1, spy)
     assert tuple(spy.sizes) == result.sizes == grading.check_sizes()
     assert set(grading.SIMULATOR_SIZES) >= {1, 100, 257, 1000}
+    assert max(grading.SIMULATOR_SIZES) > 16 * 256
     if helpers.is_simulator():
-        assert grading.check_sizes() == (1, 100, 257, 1000)
+        assert grading.check_sizes() == (1, 100, 257, 1000, 4099)
     else:
-        assert set(grading.check_sizes()) >= {1, 100, 257, 1000, 65_537, 1_048_579}
+        assert set(grading.check_sizes()) >= {1, 100, 257, 1000, 4099, 65_537, 1_048_579}
 
 
 def test_a_solution_right_only_at_small_sizes_fails():
@@ -314,10 +317,10 @@ def test_a_result_copied_from_the_host_is_rejected_whatever_the_kernel():
 
 
 def test_the_copy_watch_restores_numba_and_ignores_small_helper_arrays():
-    from helpers.classroom.watch import HostCopies
+    from helpers.classroom.watch import Copies
 
     before = (cuda.to_device,)
-    with HostCopies() as watch:
+    with Copies() as watch:
         small = cuda.to_device(np.zeros(3, np.float32))
         big = cuda.to_device(np.zeros(500, np.float32))
         big.copy_to_device(np.ones(500, np.float32))
@@ -326,7 +329,7 @@ def test_the_copy_watch_restores_numba_and_ignores_small_helper_arrays():
     assert (cuda.to_device,) == before
     assert [c.elements for c in watch.from_host(100)] == [500, 500, 500]
     assert [c.elements for c in watch.to_host(100)] == [500]
-    with HostCopies() as quiet:
+    with Copies() as quiet:
         cuda.to_device(np.zeros(500, np.float32))
     assert len(quiet.copies) == 1 and not watch.from_host(1000)
 
@@ -446,13 +449,295 @@ def _copy(x, out):
 def test_the_counters_own_copies_are_not_taken_for_the_students():
     """On a GPU the dynamic engine copies a launch's arrays to a simulator subprocess; the grader's
     watch of host copies must not blame the student for them (it once said `out` was copied)."""
-    from helpers.classroom.watch import HostCopies
+    from helpers.classroom.watch import Copies
     from helpers.counting import traffic
 
     x, out = cuda.to_device(np.ones(300, np.float32)), cuda.device_array(300, np.float32)
-    with HostCopies({id(out): "out"}) as watch:
+    with Copies({id(out): "out"}) as watch:
         traffic._simulate_in_subprocess(_copy, 2, BLOCK_SIZE, (x, out), ["x", "out"])
     assert watch.copies == []
-    with HostCopies({id(out): "out"}) as watch:
+    with Copies({id(out): "out"}) as watch:
         out.copy_to_host()
     assert [(c.direction, c.target) for c in watch.copies] == [("to host", "out")]
+
+
+# --- grader edges: predictions, the byte budget, stubs, signatures, returned results ---------------
+
+
+def test_a_prediction_that_is_not_a_finite_number_is_refused():
+    for value in (float("nan"), float("inf"), -float("inf"), np.float32("nan")):
+        with pytest.raises(CheckFailed, match=r"`minimal_trips` is .*: a prediction is a finite number"):
+            grading.check_prediction_4(minimal_trips=value, minimal_bytes_per_element=12)
+    with pytest.raises(CheckFailed, match=r"`fused_trips` is nan"):
+        grading.check_prediction_2(three_kernel_normalize, unfused_trips=6, unfused_bytes_per_element=32,
+                                   fused_trips=float("nan"), fused_bytes_per_element=16)
+    with pytest.raises(CheckFailed, match="should be a number"):
+        grading.check_prediction_4(minimal_trips=np.complex64(3), minimal_bytes_per_element=12)
+
+
+def test_an_over_predicted_trip_count_is_refused():
+    """Predicting more trips than the ledger counts is as wrong as predicting fewer."""
+    with pytest.raises(CheckFailed, match="you predicted 20 trips for the 3 kernels; the ledger counted 6"):
+        grading.check_prediction_2(three_kernel_normalize, unfused_trips=20, unfused_bytes_per_element=32,
+                                   fused_trips=2, fused_bytes_per_element=16)
+
+
+def test_the_stub_is_recognised_by_the_lines_the_release_script_writes():
+    import sys
+
+    from helpers.classroom.exercise import STUB
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import release_exercises
+
+    assert list(STUB) == release_exercises.CODE_STUB
+
+    def guarded(a, x, y, out):
+        if x.dtype != np.float64:  # a correct solution may refuse what it does not support
+            saxpy_relu(a, x, y, out)
+        else:
+            raise NotImplementedError("float64 is not supported")
+
+    assert grading.grade(grading.EXERCISE_1, guarded).trips == 2
+
+    def bare(a, x, y, out):  # the stub's raise without its comment line: still the stub, when it runs
+        raise NotImplementedError()
+
+    with pytest.raises(CheckFailed, match="is still the exercise stub"):
+        grading.grade(grading.EXERCISE_1, bare)
+
+
+def test_a_wrong_signature_is_told_the_expected_one():
+    with pytest.raises(CheckFailed) as failure:
+        grading.grade(grading.EXERCISE_1, lambda a, x, y: None)
+    assert str(failure.value) == ("`saxpy_relu` must take the 4 arguments `saxpy_relu(a, x, y, out)`, in this "
+                                  "order; yours takes (a, x, y)")
+    with pytest.raises(CheckFailed, match=r"yours takes \(a, x, y, out, extra\)"):
+        grading.grade(grading.EXERCISE_1, lambda a, x, y, out, extra: None)
+
+
+def test_a_function_that_returns_its_result_or_makes_a_new_out_is_told_so():
+    def returns(a, x, y, out):
+        result = cuda.device_array_like(out)
+        _saxpy_relu_kernel[blocks_for(out.size), BLOCK_SIZE](a, x, y, result)
+        return result
+
+    def rebinds(a, x, y, out):
+        out = cuda.device_array_like(x)
+        _saxpy_relu_kernel[blocks_for(out.size), BLOCK_SIZE](a, x, y, out)
+
+    with pytest.raises(CheckFailed, match=r"`saxpy_relu` returned a value \(\w+\) and `out` was never written") as failure:
+        grading.grade(grading.EXERCISE_1, returns)
+    assert "bounds guard" not in str(failure.value)
+    with pytest.raises(CheckFailed, match=r"assigns a new array to its parameter `out` \(`out = \.\.\.`\)") as failure:
+        grading.grade(grading.EXERCISE_1, rebinds)
+    assert "bounds guard" not in str(failure.value)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: grading.grade(grading.EXERCISE_1, saxpy_relu, sizes=[]), "`sizes` is empty"),
+    (lambda: grading.grade(grading.EXERCISE_1, saxpy_relu, sizes=[-5]), "at least 1 element, got -5"),
+    (lambda: grading.grade(grading.EXERCISE_1, saxpy_relu, sizes=[2.5]), r"round it: int\(2.5\)"),
+    (lambda: grading.grade(grading.EXERCISE_1, saxpy_relu, sizes=100), "must be a list of element counts"),
+    (lambda: grading.grade(grading.EXERCISE_1, saxpy_relu, seed="abc"), "`seed` must be a whole number"),
+    (lambda: grading.grade(grading.EXERCISE_1, saxpy_relu, seed=-1), "`seed` must be a whole number >= 0"),
+    (lambda: grading.check(True, saxpy_relu), "there is no exercise True"),
+    (lambda: grading.check(1.0, saxpy_relu), "there is no exercise 1.0"),
+], ids=["no sizes", "negative size", "fractional size", "one number", "seed text", "negative seed",
+        "True", "1.0"])
+def test_a_check_called_the_wrong_way_says_what_to_pass(call, words):
+    with pytest.raises(grading.BadArgument, match=words):
+        call()
+
+
+def test_sizes_are_tried_smallest_first_and_the_budget_at_the_largest():
+    spy = _Spy()
+    result = grading.grade(grading.EXERCISE_1, spy, sizes=(1000, 1))
+    assert tuple(spy.sizes) == result.sizes == (1, 1000)
+    assert result.ledger.elements == 1000
+
+
+def test_when_two_known_mistakes_give_the_same_values_neither_is_named():
+    """A diagnosis is given only when one known mistake alone explains the values (a larger size decides)."""
+    import dataclasses
+
+    no_relu = grading.EXERCISE_1.alternatives[0]
+    twin = dataclasses.replace(no_relu, message="the same values, another story")
+    exercise = dataclasses.replace(grading.EXERCISE_1, alternatives=(no_relu, twin))
+    n = 300
+    inputs = exercise.draw(n, np.random.default_rng(0))
+    values = np.asarray(no_relu.outputs(inputs)["out"], np.float32)
+    buffers = _upload_results(exercise, inputs, n, {"out": values})
+    with pytest.raises(CheckFailed) as failure:
+        grading._judge(exercise, inputs, buffers, n)
+    assert "apply the ReLU" not in str(failure.value) and "another story" not in str(failure.value)
+    assert "elements are wrong at n = 300" in str(failure.value)
+
+
+@cuda.jit
+def _adamw_decay_last(param, grad, m, v, lr, beta1, beta2, eps, weight_decay, correction1, correction2):
+    i = cuda.grid(1)
+    if i < param.size:
+        g = grad[i]
+        m_new = beta1 * m[i] + (1 - beta1) * g
+        v_new = beta2 * v[i] + (1 - beta2) * g * g
+        m[i] = m_new
+        v[i] = v_new
+        p = param[i] - lr * (m_new / correction1) / (math.sqrt(v_new / correction2) + eps)
+        param[i] = p - lr * weight_decay * p  # the decay after the update, not before
+
+
+def adamw_decay_last(param, grad, m, v, lr, beta1, beta2, eps, weight_decay, step):
+    _adamw_decay_last[blocks_for(param.size), BLOCK_SIZE](param, grad, m, v, lr, beta1, beta2, eps, weight_decay,
+                                                          1 - beta1**step, 1 - beta2**step)
+
+
+def test_wrong_values_are_reported_at_the_largest_size_where_the_most_elements_tell():
+    with pytest.raises(CheckFailed) as failure:
+        grading.grade(grading.EXERCISE_5, adamw_decay_last)
+    largest = grading.check_sizes()[-1]
+    assert f"elements are wrong at n = {largest};" in str(failure.value)
+
+
+# --- grids written into the code -------------------------------------------------------------
+
+
+def test_a_grid_larger_than_every_size_is_also_tried_one_size_past_it():
+    """A grid that stays the same at every size is tried at one more size, past its threads."""
+
+    def wide_fixed_grid(a, x, y, out):
+        _saxpy_relu_kernel[20, BLOCK_SIZE](a, x, y, out)
+
+    with pytest.raises(CheckFailed, match=r"`_saxpy_relu_kernel` was launched with 5120 threads \(20 blocks of 256\) "
+                                          r"at every size, so at n = 5123 its grid does not cover n"):
+        grading.grade(grading.EXERCISE_1, wide_fixed_grid)
+
+    @cuda.jit
+    def strided(a, x, y, out):
+        for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+            out[i] = max(a * x[i] + y[i], 0.0)
+
+    def wide_grid_stride(a, x, y, out):
+        strided[20, BLOCK_SIZE](a, x, y, out)
+
+    assert grading.grade(grading.EXERCISE_1, wide_grid_stride).sizes == grading.check_sizes() + (5123,)
+
+
+# --- kernels a GPU does not compile -----------------------------------------------------------
+
+
+@cuda.jit
+def _summing_a_list(a, x, y, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = max(sum([a * x[i], y[i]]), 0.0)
+
+
+def _relu_plain(v):
+    return max(v, 0.0)
+
+
+@cuda.jit
+def _calling_a_plain_function(a, x, y, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = _relu_plain(a * x[i] + y[i])
+
+
+@pytest.mark.parametrize("kernel, reason", [
+    (_summing_a_list, r"`_summing_a_list` does not compile for a GPU: No implementation of function "
+                      r"Function\(<built-in function sum>\) found for signature"),
+    (_calling_a_plain_function, r"`_calling_a_plain_function` does not compile for a GPU: Untyped global name "
+                                r"'_relu_plain': Cannot determine Numba type of <class 'function'>\. A kernel can "
+                                r"call only functions compiled for the device"),
+], ids=["a list", "a plain function"])
+def test_a_kernel_a_gpu_cannot_compile_fails_on_every_backend(kernel, reason):
+    """The simulator runs these as Python, with the right values; the grader compiles them for a GPU."""
+
+    def launch(a, x, y, out):
+        kernel[blocks_for(out.size), BLOCK_SIZE](a, x, y, out)
+
+    with pytest.raises(CheckFailed, match=reason) as failure:
+        grading.grade(grading.EXERCISE_1, launch)
+    assert "/" not in str(failure.value).split("does not compile for a GPU:")[1]  # no machine paths
+
+
+def test_the_compilers_reason_is_one_short_sentence_without_paths():
+    from helpers.classroom.compiled import compiler_reason
+
+    text = ("numba.cuda.core.errors.TypingError: Failed in cuda mode pipeline (step: nopython frontend)\n"
+            "Unknown attribute 'foo' of type Module(<module 'numpy' from '/home/me/.venv/lib/numpy/__init__.py'>)\n"
+            "\nFile \"/home/me/course/ex1.py\", line 7:\ndef k(x):\n    <source elided>\n\nDuring: typing of get attribute")
+    assert compiler_reason(text) == "Unknown attribute 'foo' of type Module(<module 'numpy' from '__init__.py'>)"
+
+
+# --- copies between device arrays, and outputs no kernel wrote ------------------------------------
+
+
+def test_the_copy_watch_sees_copies_and_assignments_on_the_device_but_not_a_kernels_stores():
+    from helpers.classroom.watch import ON_DEVICE, Copies
+
+    n = 300
+    out, tmp = cuda.device_array(n, np.float32), cuda.to_device(np.ones(n, np.float32))
+    x = cuda.to_device(np.ones(n, np.float32))
+    with Copies({id(out): "out", id(x): "x"}) as watch:
+        out.copy_to_device(tmp)
+        out[:] = tmp
+        out[:100] = 0.0
+        cuda.to_device(x, to=out)
+        cuda.to_device(tmp)  # on a GPU the same array comes back: no copy
+        _copy[blocks_for(n), BLOCK_SIZE](x, out)
+    seen = [(c.direction, c.elements, c.how, c.target, c.source) for c in watch.copies]
+    assert seen == [
+        (ON_DEVICE, n, "out.copy_to_device(...)", "out", None),
+        (ON_DEVICE, n, "out[...] = ...", "out", None),
+        (ON_DEVICE, 100, "out[...] = ...", "out", None),
+        (ON_DEVICE, n, "cuda.to_device(..., to=...)", "out", "x"),
+    ]
+    assert [c.elements for c in watch.on_device(n)] == [n, n, n]
+
+
+def test_a_pass_needs_every_output_element_stored_by_a_kernel():
+    """The last line of defence: an output no kernel wrote cannot pass, whatever else was seen."""
+    from helpers.ledger import ArrayTraffic
+
+    n = 1000
+    empty = Ledger("saxpy_relu")
+    empty.launches.append(Launch("nothing", 1, [ArrayTraffic("out", 4, n, 0, 0)], "simulator"))
+    with pytest.raises(CheckFailed, match=r"your kernels stored 0 elements into the n-element arrays, but `out` "
+                                          r"holds 1000: the rest reached them without a kernel"):
+        grading._budget(grading.EXERCISE_1, empty, n)
+    half = Ledger("saxpy_relu")
+    half.launches.append(Launch("k", n, [ArrayTraffic("x", 4, n, 4 * n, 0), ArrayTraffic("out", 4, n, 0, 2 * n)],
+                                "simulator"))
+    with pytest.raises(CheckFailed, match="stored 500 elements"):
+        grading._budget(grading.EXERCISE_1, half, n)
+
+
+# --- what the static counter cannot follow ------------------------------------------------------
+
+
+def test_a_data_dependent_branch_is_counted_by_running_the_kernel_and_an_address_stays_refused():
+    from helpers.counting.record import DataDependentBranch
+
+    refusal = DataDependentBranch("k: cannot count k: whether it runs depends on a value loaded from memory")
+    ledger = Ledger("saxpy_relu")
+    ledger.launches.append(Launch("k", 256, [], "ptx", uncounted=str(refusal), refusal=refusal))
+    with pytest.raises(CheckFailed) as failure:
+        grading._budget(grading.EXERCISE_1, ledger, 100)  # no way to count it by running: the branch's words
+    assert "runs only for some values" in str(failure.value) and "atomic" not in str(failure.value)
+
+    @cuda.jit
+    def loaded_index(a, x, y, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            j = i + int(x[i] * 0.0)  # always i, but computed from a loaded value
+            out[j] = max(a * x[i] + y[i], 0.0)
+
+    def saxpy_relu_loaded(a, x, y, out):
+        loaded_index[blocks_for(out.size), BLOCK_SIZE](a, x, y, out)
+
+    with counting_engine("static"), pytest.raises(CheckFailed) as failure:
+        grading.grade(grading.EXERCISE_1, saxpy_relu_loaded, sizes=[100, 257])
+    assert "an index loaded from memory (`x[idx[i]]`)" in str(failure.value)
+    assert "runs only for some values" not in str(failure.value)

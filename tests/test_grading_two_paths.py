@@ -3,7 +3,9 @@
 On a GPU the grader's ledger counts from the compiled PTX (the static engine); in the
 simulator it records the executed accesses (the dynamic engine).  Both are forced here,
 on either backend, for every solution and every known-wrong solution (the folder is
-globbed, so new ones are included), and for two correct solutions written differently
+globbed, so new ones are included), for the correct solutions written an unusual way
+(`notebooks/exercises/unusual/`: an if/else ReLU, a branch around the AdamW update, a
+grid-stride loop on a fixed grid, ...), and for two correct solutions written differently
 from the committed ones: exercise 1 guarded by a scalar `n`, exercise 4 reduced block by
 block.
 """
@@ -28,6 +30,7 @@ from helpers.sizes import BLOCK_SIZE, blocks_for
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "notebooks" / "exercises"
 WRONG = sorted((EXERCISES / "wrong").glob("ex*.py"))
+UNUSUAL = sorted((EXERCISES / "unusual").glob("ex*.py"))
 SOURCES = sorted((EXERCISES / "source").glob("[0-9]*.ipynb"))
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -64,6 +67,15 @@ def test_a_wrong_solution_gets_the_same_verdict_from_both_engines(path):
     dynamic, static = _both(exercise, getattr(module, exercise.function))
     assert dynamic == static
     assert not dynamic[0], f"{path.name} passed: {dynamic[1]}"
+
+
+@pytest.mark.parametrize("path", UNUSUAL, ids=[p.stem for p in UNUSUAL])
+def test_an_unusual_correct_solution_passes_on_both_engines_with_the_same_message(path):
+    module = _load(path, f"two_paths_{path.stem}")
+    exercise = grading.EXERCISES[int(re.match(r"ex(\d+)_", path.name).group(1))]
+    dynamic, static = _both(exercise, getattr(module, exercise.function))
+    assert dynamic == static
+    assert dynamic[0], f"{path.name} failed: {dynamic[1]}"
 
 
 def _definitions_only(source: str) -> bool:

@@ -11,6 +11,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
+"""The two lines the release script writes where a solution was (``CODE_STUB`` in
+scripts/release_exercises.py): how the grader recognises an exercise not yet done."""
+
 Inputs = dict[str, Any]
 Expected = dict[str, tuple[np.ndarray, np.ndarray]]  # output name -> (values, error scale)
 

@@ -6,59 +6,76 @@ Call one from a notebook cell with the function you wrote::
     grading.check_exercise_1(saxpy_relu)      # or grading.check(1, saxpy_relu)
 
 The exercises themselves are data (:mod:`helpers.classroom.exercises`, one module
-each); this module is the engine that grades any of them.
+each); this module is the engine that grades any of them, one verdict on every backend.
 
 Every call draws fresh random inputs (signed, not uniform: a formula that is only
 right for all-equal or all-positive data fails), at sizes that are not a multiple
-of the block size and smaller than one block.  Each output is poisoned with a NaN
-that carries a recognisable bit pattern, so an element the kernel never wrote is
-told apart from one it computed as NaN.  Every array is a view into a larger
-buffer whose tail holds a second pattern, a *guard region*:
+of the block size, from one element to more than a grid written into the code
+would cover.  Each run (:mod:`.running`) poisons the outputs, puts a guard region
+after every array, and watches the copies and the launches:
 
-* in the **simulator** an index past the end raises ``IndexError`` in the thread;
-* on a **GPU** nothing stops it, but the compiled code shows the access (the
-  ledger follows it for every thread, in the kernels it can follow), and a write
-  lands in the guard region.
-
-Each way, the student reads the same words: "a thread indexed past the end of an
-array at n = 1 ...: add a bounds guard".
-
-Copies between host and device are watched while the function runs: the inputs
-are on the device already, so a result computed with NumPy and copied into ``out``
-(directly, or through a device copy kernel) is rejected, whatever kernel is
-launched for show.  When elements were never written because several threads
-wrote the same one (``out[i // 2]``), the check names those threads, read from the
-values, so the message is the same on every backend.
+* a kernel a GPU's compiler refuses fails, in the simulator too (:mod:`.compiled`);
+* an index past the end gives one message, whichever way it was seen: "a thread
+  indexed past the end of an array at n = 1 ...: add a bounds guard";
+* a result copied into an output (from the host, or from another device array) is
+  rejected, whatever kernel is launched for show;
+* elements never written are explained when the run shows why: several threads
+  wrote one element (``out[i // 2]``, read from the values), the function returned
+  its result or assigned a new array to ``out``, or a grid written into the code does
+  not cover n (a grid that stayed the same at every size is also tried at one size
+  past it).
 
 Last, the launches are recorded with :class:`helpers.ledger.Ledger` and the trips
 and bytes per element are held to the exercise's budget, so a correct answer that
 is not fused still fails: "you made 6 trips ...; the fused kernel needs 2".
 Only traffic to the n-element arrays counts; a one-number result (a maximum kept
-in a 1-element array) is left out.
+in a one-element array) is left out.  Where the compiled code cannot say which
+elements a store touches because it runs only for some values (``if v > 0:
+out[i] = v``), the launches are counted by running them (the dynamic engine).
+
+A failed check raises :class:`CheckFailed`, shown in a notebook as its sentence alone.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
-from numba import cuda
 
 from ..backend import is_simulator
-from ..checks import CheckFailed, default_tolerance
+from ..checks import default_tolerance
 from ..counting import CannotAttribute, OutOfBounds
-from ..ledger import Launch, Ledger
-from ..sizes import BLOCK_SIZE, blocks_for
+from ..counting.emulate import DATA_INDEX
+from ..counting.record import DataDependentBranch, LinkedCall
+from ..ledger import Launch, Ledger, counting_engine, current_engine
+from ..sizes import BLOCK_SIZE, _whole_number, blocks_for
 from .exercise import Alternative, Exercise, Inputs
 from .exercises import EXERCISES
-from .watch import HostCopies
+from .running import (
+    POISON,
+    History,
+    Buffers,
+    Run,
+    bits,
+    check_compiled_bounds,
+    check_signature,
+    fixed_grid,
+    is_stub,
+    names,
+    past_the_end,
+    run,
+    stub_message,
+    unwritten_cause,
+    upload,
+)
+from .verdict import BadArgument, CheckFailed
+from .watch import Launched
 
 __all__ = [
     "Alternative",
+    "BadArgument",
     "CheckFailed",
     "EXERCISES",
     "Exercise",
@@ -79,22 +96,21 @@ __all__ = [
 
 EXERCISE_1, EXERCISE_2, EXERCISE_3, EXERCISE_4, EXERCISE_5 = (EXERCISES[k] for k in range(1, 6))
 
-SIMULATOR_SIZES = (1, 100, 257, 1000)
-"""Sizes tried in the simulator: one element, less than a block, just past a block, several blocks."""
-GPU_SIZES = (1, 100, 257, 1000, 65_537, 1_048_579)
+SIMULATOR_SIZES = (1, 100, 257, 1000, 4099)
+"""Sizes tried in the simulator: one element, less than a block, just past a block, several blocks,
+and past a grid written into the code (4 x 256, 8 x 128, 16 x 256 threads: at most 4096)."""
+GPU_SIZES = SIMULATOR_SIZES + (65_537, 1_048_579)
 """Sizes tried on a GPU: the simulator's, and two large ones whose blocks cannot all run at once."""
-GUARD = 4096
-"""Elements of guard region after the end of every array (a launch rounds up by at most 255)."""
-
-_POISON = {4: 0x7FC0DEAD, 8: 0x7FF800000000DEAD}  # quiet NaNs with a payload no arithmetic makes
-_CANARY = {4: 0x7FC0CAFE, 8: 0x7FF800000000CAFE}
-_UINT = {4: np.uint32, 8: np.uint64}
+RECOUNT_SIZE = 1000
+"""Where the dynamic engine counts the launches the static one cannot follow (a count
+does not depend on n; on a GPU that engine runs the kernel in the simulator, slowly)."""
+LARGEST_EXTRA_SIZE = 1 << 22
+"""The largest size tried past a grid that stayed the same at every size."""
 
 
 def check_sizes() -> tuple[int, ...]:
     """The sizes a check tries on this backend, smallest first."""
     return SIMULATOR_SIZES if is_simulator() else GPU_SIZES
-
 
 
 @dataclass
@@ -126,161 +142,25 @@ def _num(x: float) -> str:
     return f"{x:g}" if float(x) == int(x) else f"{x:.2f}"
 
 
-# --- running the student's function ---------------------------------------------
+# The names the tests and older callers know these by.
+_Buffers, _upload, _bits, _POISON = Buffers, upload, bits, POISON
+_is_stub, _stub_message, _past_the_end, _check_compiled_bounds = is_stub, stub_message, past_the_end, check_compiled_bounds
+_names = names
 
 
-@dataclass
-class _Buffers:
-    """Device buffers with guard regions, and the views handed to the student."""
-
-    host: dict[str, np.ndarray] = field(default_factory=dict)  # full buffers as uploaded
-    device: dict[str, Any] = field(default_factory=dict)  # full device buffers
-    views: dict[str, Any] = field(default_factory=dict)  # first n elements of each
-
-    def download(self, name: str) -> np.ndarray:
-        return self.device[name].copy_to_host()
-
-
-def _bits(array: np.ndarray) -> np.ndarray:
-    return array.view(_UINT[array.dtype.itemsize])
-
-
-def _upload(inputs: Inputs, outputs: Sequence[str], n: int) -> _Buffers:
-    buffers = _Buffers()
-    for name, value in inputs.items():
-        if not isinstance(value, np.ndarray):
-            continue
-        size = value.dtype.itemsize
-        full = np.empty(n + GUARD, dtype=value.dtype)
-        _bits(full)[n:] = _CANARY[size]
-        full[:n] = value
-        buffers.host[name] = full
-    for name in outputs:
-        dtype = np.dtype(np.float32)
-        full = np.empty(n + GUARD, dtype=dtype)
-        _bits(full)[:n] = _POISON[dtype.itemsize]
-        _bits(full)[n:] = _CANARY[dtype.itemsize]
-        buffers.host[name] = full
-    for name, full in buffers.host.items():
-        buffers.device[name] = cuda.to_device(full)
-        buffers.views[name] = buffers.device[name][:n]
-    return buffers
-
-
-_SIM_INDEX = re.compile(r"tid=\[(\d+), \d+, \d+\] ctaid=\[(\d+), \d+, \d+\]: index (-?\d+) is out of bounds for axis 0 with size (\d+)")
-
-
-def _stub_message(function: str) -> str:
-    return (
-        f"`{function}` is still the exercise stub (it raises NotImplementedError): replace "
-        "`# YOUR CODE HERE` and `raise NotImplementedError()` with your code, in the kernel and "
-        "in the function that launches it"
-    )
-
-
-def _is_stub(fn: Callable[..., Any]) -> bool:
-    """True when ``fn`` or a kernel it refers to still contains ``raise NotImplementedError``."""
-    found: list[Any] = [fn]
-    try:
-        referenced = inspect.getclosurevars(fn)
-        found += [v for v in {**referenced.globals, **referenced.nonlocals}.values()]
-    except (TypeError, ValueError):
-        pass
-    for obj in found:
-        py = getattr(obj, "py_func", None) or getattr(obj, "fn", None) or obj
-        if not inspect.isfunction(py):
-            continue
-        try:
-            source = inspect.getsource(py)
-        except (OSError, TypeError):
-            continue
-        code = "\n".join(line.split("#", 1)[0] for line in source.splitlines())
-        if re.search(r"\braise\s+NotImplementedError\b", code):
-            return True
-    return False
-
-
-def _run(exercise: Exercise, fn: Callable[..., Any], inputs: Inputs, n: int,
-         name: str | None = None) -> tuple[_Buffers, Ledger]:
-    buffers = _upload(inputs, exercise.outputs, n)
-    args = [buffers.views[a] if a in buffers.views else inputs[a] for a in exercise.args]
-    ledger = Ledger(name or getattr(fn, "__name__", exercise.function))
-    watch = HostCopies({id(view): key for key, view in buffers.views.items()})
-    try:
-        with watch, ledger:
-            fn(*args)
-        cuda.synchronize()
-    except NotImplementedError:
-        raise CheckFailed(_stub_message(exercise.function)) from None
-    except IndexError as error:
-        if not _SIM_INDEX.search(str(error)):
-            raise
-        raise CheckFailed(_past_the_end(exercise, n)) from None  # the simulator stopped the thread
-    _check_host_copies(exercise, watch, inputs, n)
-    _check_compiled_bounds(exercise, ledger, n)
-    return buffers, ledger
-
-
-def _past_the_end(exercise: Exercise, n: int) -> str:
-    """The one message for an index past the end, whichever way it was seen (so every backend
-    gives the same words): the simulator's IndexError, the compiled code, or the guard region."""
-    return (
-        f"a thread indexed past the end of an array at n = {n}: a launch rounds the threads up to whole "
-        f"blocks, and those with i >= {n} must not touch the arrays. Add a bounds guard, "
-        f"`if i < {exercise.written[0]}.size:`, or check the one you have (`<`, not `<=`)"
-    )
-
-
-def _check_compiled_bounds(exercise: Exercise, ledger: Ledger, n: int) -> None:
-    """A launch whose compiled code reads or writes past an array's end (on a GPU nothing stops it)."""
-    if any(isinstance(launch.refusal, OutOfBounds) for launch in ledger.launches):
-        raise CheckFailed(_past_the_end(exercise, n))
-
-
-def _check_host_copies(exercise: Exercise, watch: HostCopies, inputs: Inputs, n: int) -> None:
-    """Reject a result that came from the host: the inputs are on the device already."""
-    if n < 2:  # at n = 1 a one-number helper array (a maximum, say) is as large as the problem
-        return
-    copies = watch.from_host(n)
-    if not copies:
-        return
-    into = [c for c in copies if c.target in exercise.written]
-    first = into[0] if into else copies[0]
-    copied_back = {c.target for c in watch.to_host(n)}
-    read = [a for a in exercise.args if a in copied_back]
-    arrays = [a for a in exercise.args if isinstance(inputs.get(a), np.ndarray)]
-    if into:
-        opening = (
-            f"`{first.target}` was written by a copy from the host (`{first.how}`, {first.elements} elements), "
-            "not by your kernel"
-        )
-    else:
-        opening = (
-            f"`{exercise.written[0]}` was not written by your kernel from the inputs: your function copied "
-            f"{first.elements} elements from the host to the device (`{first.how}`), and a kernel only passed "
-            "them on"
-        )
-    first_read = f"; it copied {_names(read)} to the host first: the work was done on the host" if read else ""
-    raise CheckFailed(
-        f"{opening}{first_read}. The arrays are on the device already: compute the result in your own "
-        f"`@cuda.jit` kernel from {_names(arrays)} on the device, with no copy between host and device"
-    )
-
-
-def _names(names: Sequence[str]) -> str:
-    quoted = [f"`{n}`" for n in names]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+def _run(exercise: Exercise, fn: Callable[..., Any], inputs: Inputs, n: int, name: str | None = None) -> Run:
+    return run(exercise, fn, inputs, n, name)
 
 
 # --- judging what came back --------------------------------------------------------
 
 
-def _check_guards(exercise: Exercise, buffers: _Buffers, n: int) -> None:
+def _check_guards(exercise: Exercise, buffers: Buffers, n: int) -> None:
     """A write that landed in the guard region after an array (on a GPU nothing stops it)."""
     for name, full in buffers.host.items():
         after = buffers.download(name)
-        if np.any(_bits(after)[n:] != _bits(full)[n:]):
-            raise CheckFailed(_past_the_end(exercise, n))
+        if np.any(bits(after)[n:] != bits(full)[n:]):
+            raise CheckFailed(past_the_end(exercise, n))
 
 
 def _where(inputs: Inputs, i: int) -> str:
@@ -300,12 +180,17 @@ def _close(got: np.ndarray, want: np.ndarray, scale: np.ndarray, dtype: Any) -> 
     return np.abs(got.astype(np.float64) - want) <= _tolerance(scale, dtype)
 
 
-def _judge(exercise: Exercise, inputs: Inputs, buffers: _Buffers, n: int) -> None:
+Unwritten = Callable[[str, np.ndarray], "str | None"]
+
+
+def _judge(exercise: Exercise, inputs: Inputs, buffers: Buffers, n: int, unwritten: Unwritten | None = None) -> None:
+    """Raise :class:`CheckFailed` unless every output holds the right values (``unwritten`` may say
+    why elements were never written, from what the run showed)."""
     _check_guards(exercise, buffers, n)
     for name, value in inputs.items():
         if isinstance(value, np.ndarray) and name not in exercise.written:
             after = buffers.download(name)[:n]
-            changed = np.flatnonzero(_bits(after) != _bits(value))
+            changed = np.flatnonzero(bits(after) != bits(value))
             if changed.size:
                 raise CheckFailed(
                     f"your kernel changed the input `{name}` (element {changed[0]} first): "
@@ -314,34 +199,52 @@ def _judge(exercise: Exercise, inputs: Inputs, buffers: _Buffers, n: int) -> Non
     expected = exercise.expect(inputs)
     got = {name: buffers.download(name)[:n] for name in exercise.written}
     for name in exercise.written:
-        value, scale = expected[name]
-        if name in exercise.outputs:
-            missing = np.flatnonzero(_bits(got[name]) == _POISON[got[name].dtype.itemsize])
-            what = "was never written"
-            held = "the poison value"
-        else:
-            before = inputs[name]
-            # Unchanged where the update should be visible: an update smaller than the
-            # tolerance may legitimately round back to the old value (seen on an H200).
-            missing = np.flatnonzero((_bits(got[name]) == _bits(before)) & ~_close(before, value, scale, before.dtype))
-            changed = np.setdiff1d(np.arange(n), missing)
-            if missing.size and not _close(got[name][changed], value[changed], scale[changed], before.dtype).all():
-                # The elements that did change are wrong too: a wrong update, whose step rounds back
-                # to the old value here and there (among a million), not a skipped element.
-                missing = missing[:0]
-            what = "was never updated"
-            held = "the value from before the call"
-        if missing.size:
-            duplicates = _duplicate_writes(name, got[name], value, scale, missing)
-            if duplicates:
-                raise CheckFailed(duplicates)
-            i = int(missing[-1]) if missing[-1] == n - 1 else int(missing[0])
-            blocks = blocks_for(n)
-            raise CheckFailed(
-                f"element {i} of `{name}` {what} ({missing.size} of {n} still hold"
-                f"{'s' if missing.size == 1 else ''} {held}): check your bounds guard, and that your grid covers every element "
-                f"({blocks} block{'s' if blocks > 1 else ''} of {BLOCK_SIZE} threads for n = {n})"
-            )
+        _check_written(exercise, inputs, name, got[name], expected[name], n, unwritten)
+    _check_values(exercise, inputs, got, expected, n)
+
+
+def _missing(exercise: Exercise, inputs: Inputs, name: str, got: np.ndarray,
+             expected: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Indices of ``name`` never written (the poison) or, updated in place, never updated."""
+    value, scale = expected
+    if name in exercise.outputs:
+        return np.flatnonzero(bits(got) == POISON[got.dtype.itemsize])
+    before = inputs[name]
+    # Unchanged where the update should be visible: an update smaller than the
+    # tolerance may legitimately round back to the old value (seen on an H200).
+    missing = np.flatnonzero((bits(got) == bits(before)) & ~_close(before, value, scale, before.dtype))
+    changed = np.setdiff1d(np.arange(got.size), missing)
+    if missing.size and not _close(got[changed], value[changed], scale[changed], before.dtype).all():
+        # The elements that did change are wrong too: a wrong update, whose step rounds back
+        # to the old value here and there (among a million), not a skipped element.
+        return missing[:0]
+    return missing
+
+
+def _check_written(exercise: Exercise, inputs: Inputs, name: str, got: np.ndarray,
+                   expected: tuple[np.ndarray, np.ndarray], n: int, unwritten: Unwritten | None) -> None:
+    missing = _missing(exercise, inputs, name, got, expected)
+    if not missing.size:
+        return
+    cause = unwritten(name, missing) if unwritten is not None else None
+    if cause:
+        raise CheckFailed(cause)
+    duplicates = _duplicate_writes(name, got, expected[0], expected[1], missing)
+    if duplicates:
+        raise CheckFailed(duplicates)
+    what, held = (("was never written", "the poison value") if name in exercise.outputs
+                  else ("was never updated", "the value from before the call"))
+    i = int(missing[-1]) if missing[-1] == n - 1 else int(missing[0])
+    blocks = blocks_for(n)
+    raise CheckFailed(
+        f"element {i} of `{name}` {what} ({missing.size} of {n} still hold"
+        f"{'s' if missing.size == 1 else ''} {held}): check your bounds guard, and that your grid covers every element "
+        f"({blocks} block{'s' if blocks > 1 else ''} of {BLOCK_SIZE} threads for n = {n})"
+    )
+
+
+def _check_values(exercise: Exercise, inputs: Inputs, got: dict[str, np.ndarray],
+                  expected: dict[str, tuple[np.ndarray, np.ndarray]], n: int) -> None:
     wrong = {}
     for name in exercise.written:
         value, scale = expected[name]
@@ -358,7 +261,7 @@ def _judge(exercise: Exercise, inputs: Inputs, buffers: _Buffers, n: int) -> Non
             for name, alt in alternative.outputs(inputs).items()
         )
     ]
-    if len(matches) == 1:
+    if len(matches) == 1:  # several known mistakes give these values: a larger size will tell
         raise _Diagnosis(matches[0].message)
     name, bad = next(iter(wrong.items()))
     i = int(bad[0])
@@ -372,9 +275,17 @@ def _judge(exercise: Exercise, inputs: Inputs, buffers: _Buffers, n: int) -> Non
             f"element {i} of `{name}` is {got[name][i]}, expected {value[i]:.7g} ({_where(inputs, i)}): "
             "look for a division by zero, or the root or logarithm of a negative number"
         )
+    shown = f"element {i} of `{name}` is {got[name][i]:.7g}, expected {value[i]:.7g}"
+    right = i // 32 * 32  # whole warps of right values before the first wrong one
+    if right >= 32:
+        raise _WrongValues(
+            f"the first {right} elements of `{name}` are right, but from element {right} on {bad.size} of the "
+            f"{n - right} are wrong ({shown}; the inputs there: {_where(inputs, i)}): does a number written into "
+            f"your code (a grid of {right} threads, an index limit such as `i < {right}`) stop short of n = {n}? "
+            "The grid and the kernel must cover every element up to n"
+        )
     raise _WrongValues(
-        f"element {i} of `{name}` is {got[name][i]:.7g}, expected {value[i]:.7g} "
-        f"({bad.size} of {n} elements are wrong at n = {n}; the inputs there: {_where(inputs, i)})"
+        f"{shown} ({bad.size} of {n} elements are wrong at n = {n}; the inputs there: {_where(inputs, i)})"
     )
 
 
@@ -427,20 +338,29 @@ class _WrongValues(CheckFailed):
     """Wrong values that no known mistake explains (a larger draw may tell which one it is)."""
 
 
+# --- the budget --------------------------------------------------------------------
+
+
 def array_traffic(ledger: Ledger) -> tuple[int, float]:
     """Trips and bytes per element to the n-element arrays of a ledger (one-number results left out)."""
     return _full_traffic(ledger, ledger.elements)
 
 
-def _full_traffic(ledger: Ledger, n: int) -> tuple[int, float]:
-    """Trips and bytes per element to the n-element arrays only."""
+def _traffic(ledger: Ledger, n: int) -> tuple[int, int, int]:
+    """Trips, bytes moved and elements written, to the n-element arrays only."""
     ledger.require_counted()
-    trips = 0
-    moved = 0
+    trips = moved = written = 0
     for launch in ledger.launches:
         full = [a for a in launch.arrays if a.size == n]
         trips += int(any(a.bytes_read for a in full)) + int(any(a.bytes_written for a in full))
         moved += sum(a.bytes_read + a.bytes_written for a in full)
+        written += sum(a.bytes_written // a.itemsize for a in full)
+    return trips, moved, written
+
+
+def _full_traffic(ledger: Ledger, n: int) -> tuple[int, float]:
+    """Trips and bytes per element to the n-element arrays only."""
+    trips, moved, _ = _traffic(ledger, n)
     return trips, moved / n
 
 
@@ -448,23 +368,55 @@ def _launch_names(launches: Sequence[Launch]) -> str:
     return ", ".join(launch.kernel for launch in launches)
 
 
-def _budget(exercise: Exercise, ledger: Ledger, n: int) -> tuple[int, float]:
+def _uncountable(error: CannotAttribute) -> str:
+    """Why the ledger cannot count the kernels, and what to write instead, for each kind of refusal."""
+    opening = f"your values are right, but the ledger cannot count the memory traffic of your kernels ({error})"
+    if isinstance(error, DataDependentBranch):
+        advice = ("a load or a store that runs only for some values (`if v > 0: out[i] = v`) is counted by "
+                  "running the kernel, and that count failed too. Compute the value first and store it once, "
+                  "whatever it is: `out[i] = max(v, 0.0)`")
+    elif DATA_INDEX in str(error):
+        advice = ("an index loaded from memory (`x[idx[i]]`), or an atomic operation, hides which elements are "
+                  "touched: for these checks every access must be `array[i]`, with i from `cuda.grid(1)` or a "
+                  "grid-stride loop")
+    elif isinstance(error, LinkedCall):
+        advice = "a function linked in from CUDA C cannot be followed: write the whole kernel in Numba"
+    else:
+        advice = ("for these checks, write kernels whose every access is `array[i]` with i from "
+                  "`cuda.grid(1)` or a grid-stride loop, guarded by `if i < out.size`")
+    return f"{opening}: {advice}"
+
+
+Recount = Callable[[], tuple[Ledger, int]]
+
+
+def _budget(exercise: Exercise, ledger: Ledger, n: int, recount: Recount | None = None) -> tuple[Ledger, int, float]:
+    """The trips and bytes per element held to the budget: (the ledger counted, trips, bytes per element).
+
+    ``recount`` runs the function again under the dynamic engine, for launches whose
+    compiled code the static engine cannot follow (a store that runs for some values only).
+    """
     if not ledger.launches:
         raise CheckFailed(
             f"`{exercise.function}` launched no kernel: the values may be right, but the exercise "
             "is to compute them on the device with your own `@cuda.jit` kernel"
         )
     try:
-        trips, per_element = _full_traffic(ledger, n)
+        trips, moved, written = _traffic(ledger, n)
     except OutOfBounds:
-        raise CheckFailed(_past_the_end(exercise, n)) from None
+        raise CheckFailed(past_the_end(exercise, n)) from None
+    except DataDependentBranch as error:
+        if recount is None or current_engine() == "dynamic":
+            raise CheckFailed(_uncountable(error)) from None
+        return _budget(exercise, *recount())
     except CannotAttribute as error:
-        raise CheckFailed(
-            f"your values are right, but the ledger cannot count the memory traffic of your kernels from "
-            f"their compiled code ({error}). For these checks, write kernels whose every access is `array[i]` "
-            "with i from `cuda.grid(1)` or a grid-stride loop, guarded by `if i < out.size`: no atomics, "
-            "no indices loaded from memory"
-        ) from None
+        raise CheckFailed(_uncountable(error)) from None
+    _hold_to_budget(exercise, ledger, trips, moved / n)
+    _require_kernel_writes(exercise, written, n)
+    return ledger, trips, moved / n
+
+
+def _hold_to_budget(exercise: Exercise, ledger: Ledger, trips: int, per_element: float) -> None:
     launches = len(ledger.launches)
     if trips > exercise.trips:
         raise CheckFailed(
@@ -478,58 +430,132 @@ def _budget(exercise: Exercise, ledger: Ledger, n: int) -> tuple[int, float]:
             f"{_num(exercise.bytes_per_element)} are enough. Read only the arrays the result needs, "
             "and write each result once, straight to its output"
         )
-    return trips, per_element
+
+
+def _require_kernel_writes(exercise: Exercise, written: int, n: int) -> None:
+    """Every element of every output must have been stored by a kernel (a pass with 0 trips is impossible)."""
+    needed = n * len(exercise.written)
+    if written < needed:
+        raise CheckFailed(
+            f"your kernels stored {written} elements into the n-element arrays, but {names(list(exercise.written))} "
+            f"hold{'s' if len(exercise.written) == 1 else ''} {needed}: the rest reached them without a kernel "
+            "(a copy, or an assignment such as `out[:] = ...`). Compute every element in your kernel and store it "
+            "there"
+        )
+
+
+# --- grading ---------------------------------------------------------------------------
+
+
+def _sizes(sizes: Sequence[int] | None) -> tuple[int, ...]:
+    """The sizes to try, smallest first: the backend's, or the caller's, checked."""
+    if sizes is None:
+        return check_sizes()
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (Sequence, np.ndarray, set, frozenset)):
+        raise BadArgument(f"`sizes` must be a list of element counts such as [1, 100, 1000], got {sizes!r}")
+    if len(sizes) == 0:
+        raise BadArgument(f"`sizes` is empty: give at least one size, or leave it out to try {check_sizes()}")
+    checked = []
+    for n in sizes:
+        try:
+            n = _whole_number("each of `sizes`", n, "elements")
+        except TypeError as error:
+            raise BadArgument(str(error)) from None
+        if n < 1:
+            raise BadArgument(f"each of `sizes` must be at least 1 element, got {n}")
+        checked.append(n)
+    return tuple(sorted(set(checked)))
+
+
+def _seed(seed: int | None) -> int | None:
+    if seed is None:
+        return None
+    try:
+        seed = _whole_number("`seed`", seed, "(any whole number >= 0 repeats one draw; None draws fresh inputs)")
+    except TypeError as error:
+        raise BadArgument(str(error)) from None
+    if seed < 0:
+        raise BadArgument(f"`seed` must be a whole number >= 0 (or None for fresh inputs), got {seed}")
+    return seed
+
+
+def _check_function(exercise: Exercise, fn: Callable[..., Any]) -> None:
+    """Refuse what is not the student's launching function, or is still the stub."""
+    if not callable(fn):
+        raise BadArgument(
+            f"pass your function itself, e.g. `check_exercise_{exercise.number}({exercise.function})`, "
+            f"not {type(fn).__name__}"
+        )
+    if hasattr(fn, "py_func") or hasattr(fn, "_func") or type(fn).__name__ == "FakeCUDAKernel":
+        raise BadArgument(
+            f"pass `{exercise.function}`, the Python function that launches your kernel, "
+            "not the kernel itself"
+        )
+    if is_stub(fn):
+        raise CheckFailed(stub_message(exercise.function))
+    check_signature(exercise, fn)
+
+
+def _past_a_fixed_grid(history: History, largest: int) -> int | None:
+    """One size past a grid that stayed the same at every size and covered them all, if there is one."""
+    threads = max((launch.threads for launch in fixed_grid(history)), default=0)
+    extra = threads + 3  # not a multiple of a block
+    return extra if largest < extra <= LARGEST_EXTRA_SIZE else None
 
 
 def grade(exercise: Exercise, fn: Callable[..., Any], sizes: Sequence[int] | None = None,
           seed: int | None = None) -> Grade:
     """Run ``fn`` on fresh inputs at every size; raise :class:`CheckFailed` or return a :class:`Grade`."""
-    if not callable(fn):
-        raise TypeError(
-            f"pass your function itself, e.g. `check_exercise_{exercise.number}({exercise.function})`, "
-            f"not {type(fn).__name__}"
-        )
-    if hasattr(fn, "py_func") or hasattr(fn, "_func") or type(fn).__name__ == "FakeCUDAKernel":
-        raise TypeError(
-            f"pass `{exercise.function}`, the Python function that launches your kernel, "
-            "not the kernel itself"
-        )
-    if _is_stub(fn):
-        raise CheckFailed(_stub_message(exercise.function))
-    sizes = tuple(sizes or check_sizes())
-    rng = np.random.default_rng(seed)
-    ledger = Ledger(exercise.function)
+    _check_function(exercise, fn)
+    sizes = _sizes(sizes)
+    rng = np.random.default_rng(_seed(seed))
+    history: list[tuple[int, list[Launched]]] = []
+    tried: list[int] = []
     unexplained: _WrongValues | None = None
     diagnosis: _Diagnosis | None = None
-    for n in sizes:
+    pending = list(sizes)
+    while pending:
+        n = pending.pop(0)
         inputs = exercise.draw(n, rng)
-        buffers, ledger = _run(exercise, fn, inputs, n)
+        done = run(exercise, fn, inputs, n)
+        history.append((n, done.launched))
+        tried.append(n)
+        if not pending and (extra := _past_a_fixed_grid(history, n)) is not None:
+            pending.append(extra)  # a grid written into the code covered every size: one more, past it
         try:
-            _judge(exercise, inputs, buffers, n)
+            _judge(exercise, inputs, done.buffers, n, unwritten_cause(exercise, fn, done, history, n))
         except _Diagnosis as failure:
             # With few elements, several known mistakes can give the same values (one
             # block's maximum is the maximum while there is one block): the diagnosis at
             # the largest size, where they differ, is the one reported.
             diagnosis = failure
         except _WrongValues as failure:
-            # Likewise: try the larger sizes for a diagnosis before reporting the first failure.
-            unexplained = unexplained or failure
+            # Likewise: the largest size's failure is kept, where the most elements tell.
+            unexplained = failure
     if diagnosis is not None:
         raise CheckFailed(str(diagnosis)) from None
     if unexplained is not None:
         raise CheckFailed(str(unexplained)) from None
-    trips, per_element = _budget(exercise, ledger, sizes[-1])
-    return Grade(exercise.number, sizes, ledger, trips, per_element, exercise.trips, exercise.bytes_per_element)
+    ledger, trips, per_element = _budget(exercise, done.ledger, tried[-1], lambda: _recount(exercise, fn, tried[-1], rng))
+    return Grade(exercise.number, tuple(tried), ledger, trips, per_element, exercise.trips, exercise.bytes_per_element)
 
 
-
+def _recount(exercise: Exercise, fn: Callable[..., Any], largest: int, rng: np.random.Generator) -> tuple[Ledger, int]:
+    """The function run again, its launches counted by running them (the dynamic engine)."""
+    n = min(largest, RECOUNT_SIZE)
+    with counting_engine("dynamic"):
+        inputs = exercise.draw(n, rng)
+        done = run(exercise, fn, inputs, n)
+        _judge(exercise, inputs, done.buffers, n)
+    return done.ledger, n
 
 
 def check(number: int, fn: Callable[..., Any], *, sizes: Sequence[int] | None = None,
           seed: int | None = None) -> None:
     """Grade exercise ``number`` with the function you wrote; print one line, or raise :class:`CheckFailed`."""
-    if number not in EXERCISES:
-        raise ValueError(f"there is no exercise {number!r}; the exercises are {sorted(EXERCISES)}")
+    known = isinstance(number, (int, np.integer)) and not isinstance(number, (bool, np.bool_))
+    if not known or number not in EXERCISES:
+        raise BadArgument(f"there is no exercise {number!r}; the exercises are {sorted(EXERCISES)}")
     print(grade(EXERCISES[number], fn, sizes, seed).summary())
 
 
@@ -568,16 +594,21 @@ def check_exercise_5(adamw_step: Callable[..., Any], *, sizes: Sequence[int] | N
 
 def _require_numbers(predictions: Mapping[str, Any]) -> None:
     for name, value in predictions.items():
-        if value is None or value is Ellipsis or not isinstance(value, (int, float, np.number)) or isinstance(value, bool):
+        if (value is None or value is Ellipsis or isinstance(value, (bool, np.bool_, complex, np.complexfloating))
+                or not isinstance(value, (int, float, np.number))):
             raise CheckFailed(f"`{name}` should be a number (your prediction), got {value!r}")
+        if not math.isfinite(value):
+            raise CheckFailed(f"`{name}` is {value!r}: a prediction is a finite number of trips or bytes")
 
 
 def _measure(exercise: Exercise, fn: Callable[..., Any], n: int, name: str) -> tuple[Ledger, int, float]:
+    if not callable(fn):
+        raise BadArgument(f"pass the given pipeline, the function `{exercise.unfused}`, not {type(fn).__name__}")
     inputs = exercise.draw(n, np.random.default_rng())
-    buffers, ledger = _run(exercise, fn, inputs, n, name)
-    _judge(exercise, inputs, buffers, n)
-    trips, per_element = _full_traffic(ledger, n)
-    return ledger, trips, per_element
+    done = run(exercise, fn, inputs, n, name)
+    _judge(exercise, inputs, done.buffers, n)
+    trips, per_element = _full_traffic(done.ledger, n)
+    return done.ledger, trips, per_element
 
 
 def _check_prediction(exercise: Exercise, unfused: Callable[..., Any], unfused_trips: Any,
@@ -589,7 +620,7 @@ def _check_prediction(exercise: Exercise, unfused: Callable[..., Any], unfused_t
         "fused_trips": fused_trips,
         "fused_bytes_per_element": fused_bytes_per_element,
     })
-    n = check_sizes()[-1]
+    n = RECOUNT_SIZE  # a count does not depend on n; the simulator runs this size in a moment
     ledger, trips, per_element = _measure(exercise, unfused, n, "unfused")
     numbers = [k for k, v in exercise.draw(2, np.random.default_rng(0)).items() if not isinstance(v, np.ndarray)]
     launches = len(ledger.launches)

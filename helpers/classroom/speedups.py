@@ -203,6 +203,8 @@ def show(number: int, fused: Callable[..., Any], unfused: Callable[..., Any], n:
     """Print the speedup of your fused function over the given unfused one: measured on a GPU, committed otherwise."""
     if not callable(fused) or not callable(unfused):
         raise TypeError("pass your fused function and the given unfused one, e.g. `show(1, saxpy_relu, saxpy_relu_unfused)`")
+    if isinstance(number, bool) or number not in EXERCISES:
+        raise ValueError(f"there is no exercise {number!r}; the exercises are {sorted(EXERCISES)}")
     if is_simulator():
         print(SIMULATOR_CANNOT_TIME)
         print(committed_line(number))
