@@ -77,9 +77,11 @@ def choose_backend() -> str:
 
 
 def check_numba_cuda() -> None:
-    """Fail clearly unless ``numba.cuda`` is NVIDIA's numba-cuda package."""
+    """Fail clearly unless ``numba.cuda`` is NVIDIA's numba-cuda package (or numba-cuda-mlir, when asked for)."""
     from numba import cuda
 
+    if COMPILER[0]:
+        return
     if getattr(cuda, "implementation", None) != "NVIDIA":
         raise BackendError(
             "numba.cuda is numba's old built-in CUDA target, not NVIDIA's numba-cuda. "
@@ -88,8 +90,14 @@ def check_numba_cuda() -> None:
         )
 
 
+COMPILER: list[str] = [""]
+"""The compiler's name and version when it is not the default numba-cuda (see :mod:`.compiler`)."""
+
+
 def is_simulator() -> bool:
     """True when numba runs kernels in the CUDA simulator."""
+    if COMPILER[0]:
+        return False  # numba-cuda-mlir has no simulator
     from numba.core import config
 
     return bool(config.ENABLE_CUDASIM)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .backend import SIMULATOR, is_simulator
+from .backend import COMPILER, SIMULATOR, is_simulator
 
 
 def device_name() -> str:
@@ -46,7 +46,8 @@ def banner() -> str:
     """One line naming the backend, e.g. ``backend: gpu (NVIDIA H200, 132 SMs)``."""
     if is_simulator():
         return "backend: simulator"
-    return f"backend: gpu ({device_name()}, {sm_count()} SMs)"
+    compiler = f", compiled by {COMPILER[0]}" if COMPILER[0] else ""
+    return f"backend: gpu ({device_name()}, {sm_count()} SMs{compiler})"
 
 @lru_cache(maxsize=1)
 def l2_bytes() -> int | None:
@@ -142,9 +143,8 @@ def check_launch_fits(kernel: object, args: tuple, threads: int, what: str) -> N
     if limits is None:
         return
     signature = tuple(kernel.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
-    kernel.compile(signature)  # type: ignore[attr-defined]
-    registers = int(kernel.get_regs_per_thread(signature))  # type: ignore[attr-defined]
-    shared = int(kernel.get_shared_mem_per_block(signature))  # type: ignore[attr-defined]
+    compiled = kernel.compile(signature)  # type: ignore[attr-defined]
+    registers, shared = int(compiled.regs_per_thread), int(compiled.shared_mem_per_block)
     problem = launch_problem(threads, registers, shared, *limits)
     if problem is not None:
         raise LaunchTooLarge(f"{what} cannot be launched on this GPU: {problem}.")

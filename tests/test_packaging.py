@@ -14,6 +14,7 @@ import json
 import re
 import shutil
 import subprocess
+from importlib import metadata
 import sys
 import tomllib
 import zipfile
@@ -80,13 +81,24 @@ def _copy_source(into: Path) -> Path:
     return into
 
 
+def _isolation() -> list[str]:
+    """Build with this Python's own setuptools when it is new enough (a machine with no network), else isolated."""
+    try:
+        major = int(metadata.version("setuptools").split(".")[0])
+    except metadata.PackageNotFoundError:
+        return []
+    return ["--no-build-isolation"] if major >= 77 else []
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """(the wheel, pip's build log)."""
     folder = tmp_path_factory.mktemp("wheel")
     source = _copy_source(folder / "source")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w", str(folder / "dist"), str(source)],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", *_isolation(), "-w",
+                           str(folder / "dist"), str(source)], capture_output=True, text=True, timeout=600)
+    if done.returncode and "Failed to establish a new connection" in done.stdout + done.stderr:
+        pytest.skip("building the wheel needs setuptools>=77, which this Python lacks and no package index is reachable")
     assert done.returncode == 0, f"pip wheel failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     wheels = list((folder / "dist").glob("three_kernels_or_one-*.whl"))
     assert len(wheels) == 1, wheels

@@ -28,6 +28,7 @@ _PREFIX = re.compile(r"^(?:[\w.]+\.)?\w+(?:Error|Construct): ")
 _PIPELINE = re.compile(r"^Failed in \w+ mode pipeline \(step: [^)]*\)\s*")
 _ENDS = (" File \"", " During:", " There are ", " - Of which", " Rejected as", " <source")
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.+@-]+)+[\\/]([\w.+@-]+)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _HINTS = {
     "Untyped global name": "a kernel can call only functions compiled for the device: put "
     "`@cuda.jit(device=True)` above the function it calls",
@@ -45,7 +46,8 @@ def is_compiler_refusal(kind: str) -> bool:
 
 def compiler_reason(text: str) -> str:
     """The compiler's reason in one short sentence: its first statement, without machine paths."""
-    flat = " ".join(str(text).split())
+    flat = " ".join(_ANSI.sub("", str(text)).split())  # Numba colours its messages on some terminals
+    flat = re.sub(r"\s+([.,:;])", r"\1", flat)
     flat = _PIPELINE.sub("", _PREFIX.sub("", flat))
     flat = _PIPELINE.sub("", flat)
     cut = min((i for i in (flat.find(end) for end in _ENDS) if i > 0), default=len(flat))
