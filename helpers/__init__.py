@@ -18,7 +18,7 @@ _warnings.filterwarnings("ignore", message=r".*Grid size .* will likely result i
 BACKEND: str = _choose_backend()
 
 from .backend import COMPILER as _COMPILER  # noqa: E402
-from .compiler import install as _install_compiler, requested as _requested_compiler  # noqa: E402
+from .backend import install as _install_compiler, requested as _requested_compiler  # noqa: E402
 
 _COMPILER[0] = _install_compiler(_requested_compiler(), BACKEND == "simulator")  # HELPERS_COMPILER=mlir
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import compiler, results
+from helpers import backend as compiler, results
 from helpers.lab import compilers
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,7 +2,7 @@
 
     python -m helpers.lab.compilers [--out FOLDER] [--notebooks 01 02 03]
 
-A process can import one compiler (see :mod:`helpers.compiler`), so each compiler
+A process can import one compiler (see :mod:`helpers.backend`), so each compiler
 runs in a subprocess of its own (``--one numba-cuda`` or ``--one numba-cuda-mlir``)
 and the two answers are merged into one :class:`Compilers` record:
 
@@ -32,8 +32,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..compiler import COMPILER_ENV, MLIR, NUMBA_CUDA
+from numba import cuda
+
+from .. import attention, is_simulator, optim, pipeline, softmax
+from ..backend import COMPILER, COMPILER_ENV, MLIR, NUMBA_CUDA
+from ..checks import poisoned, random_inputs
+from ..fuser import fuse
 from ..results import Record, save
+from ..sizes import BLOCK_SIZE, blocks_for
+from ..timing import time_gpu
+from . import roofline
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = (2**10, 2**20, 2**28)
@@ -86,8 +94,6 @@ class Compilers(Record):
 
 
 def _inputs(n: int, count: int = 3) -> list[np.ndarray]:
-    from ..checks import random_inputs
-
     return list(random_inputs(n, count))
 
 
@@ -107,14 +113,6 @@ def _close(got: np.ndarray, want: np.ndarray, tol: float, *, of_largest: bool = 
 
 def elementwise_cases() -> list[tuple[str, str, Callable[[], tuple[str, str]]]]:
     """Lessons 01, 03, 06 and 07: the pipeline, the fused kernel, the fuser's kernel, the roofline variants."""
-    from numba import cuda
-
-    from .. import pipeline
-    from ..checks import poisoned
-    from ..fuser import fuse
-    from ..sizes import BLOCK_SIZE, blocks_for
-    from . import roofline
-
     a, b, c = _inputs(CHECK_N)
     want = pipeline.reference(a, b, c, 1.7)
     dev = [cuda.to_device(x) for x in (a, b, c)]
@@ -136,10 +134,6 @@ def elementwise_cases() -> list[tuple[str, str, Callable[[], tuple[str, str]]]]:
 
 def reduction_cases() -> list[tuple[str, str, Callable[[], tuple[str, str]]]]:
     """Lessons 11 and 12: softmax, attention and AdamW, within their lessons' tolerances."""
-    from numba import cuda
-
-    from .. import attention, optim, softmax
-    from ..checks import poisoned
 
     x = np.random.default_rng().standard_normal((9, 77)).astype(np.float32)
     q, k, v = (np.random.default_rng().standard_normal((2, 77, 64)).astype(np.float32) for _ in range(3))
@@ -191,11 +185,6 @@ def _short(exc: BaseException) -> str:
 
 
 def time_pipelines() -> dict[str, dict[str, float]]:
-    from numba import cuda
-
-    from .. import pipeline
-    from ..timing import time_gpu
-
     found: dict[str, dict[str, float]] = {"three kernels": {}, "fused": {}}
     for n in SIZES:
         a, b, c = (cuda.to_device(x) for x in _inputs(n))
@@ -237,13 +226,10 @@ def run_notebook(path: Path) -> list[CellCheck]:
 
 def one(notebooks: list[str], report: Callable[[CompilerRun], None]) -> CompilerRun:
     """This process's compiler: its kernels, its timings, its notebooks (reported after each)."""
-    import helpers
-    from ..backend import COMPILER
-
     name = MLIR if COMPILER[0] else NUMBA_CUDA
     version = COMPILER[0].split()[-1] if COMPILER[0] else _numba_cuda_version()
     run = CompilerRun(name, version)
-    if helpers.is_simulator():
+    if is_simulator():
         run.error = "needs a GPU"
         return run
     run.kernels = check_kernels()
