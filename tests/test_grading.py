@@ -624,7 +624,9 @@ def test_a_grid_larger_than_every_size_is_also_tried_one_size_past_it():
     def wide_grid_stride(a, x, y, out):
         strided[20, BLOCK_SIZE](a, x, y, out)
 
-    assert grading.grade(grading.EXERCISE_1, wide_grid_stride).sizes == grading.check_sizes() + (5123,)
+    # A grid-stride loop covers every n: graded at each size, plus 5123 where the sizes stop below its threads.
+    extra = (5123,) if max(grading.check_sizes()) < 5123 else ()
+    assert grading.grade(grading.EXERCISE_1, wide_grid_stride).sizes == grading.check_sizes() + extra
 
 
 # --- kernels a GPU does not compile -----------------------------------------------------------

@@ -22,14 +22,26 @@ ROOT = Path(__file__).resolve().parent.parent
 _SHIM = '''"""Borrow the packages of {deps!r} (written by tests/venv_support.py)."""
 import os, site, sys
 
-DEPS, CHECKOUT = {deps!r}, {checkout!r}
-sys.path.append(DEPS)
-for name in sorted(os.listdir(DEPS)):
-    if name.endswith(".pth") and not name.startswith("__editable__"):
-        with open(os.path.join(DEPS, name)) as f:
-            if CHECKOUT not in f.read():
-                site.addpackage(DEPS, name, set())
+FOLDERS, CHECKOUT = {deps!r}, {checkout!r}
+for DEPS in FOLDERS:
+    sys.path.append(DEPS)
+    for name in sorted(os.listdir(DEPS)):
+        if name.endswith(".pth") and not name.startswith("__editable__"):
+            with open(os.path.join(DEPS, name)) as f:
+                if CHECKOUT not in f.read():
+                    site.addpackage(DEPS, name, set())
 '''
+
+
+def borrowed_folders() -> list[str]:
+    """Where this process finds its packages: the folders on ``PYTHONPATH`` but the checkout, then site-packages.
+
+    On a GPU machine whose image has the wrong NumPy, the right one comes from a folder on
+    ``PYTHONPATH`` (scripts/gpu_run.sh), so that folder must come first in the new environment too.
+    """
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+             if p and Path(p).is_dir() and Path(p).resolve() != ROOT]
+    return extra + [sysconfig.get_paths()["purelib"]]
 
 
 def venv_with_deps(folder: Path, wheel: Path | None = None) -> Path:
@@ -47,11 +59,12 @@ def venv_with_deps(folder: Path, wheel: Path | None = None) -> Path:
     site_packages = Path(subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         check=True, capture_output=True, text=True).stdout.strip())
-    deps = sysconfig.get_paths()["purelib"]
-    if (Path(deps) / "helpers").is_dir():
-        import pytest
+    deps = borrowed_folders()
+    for folder in deps:
+        if (Path(folder) / "helpers").is_dir():
+            import pytest
 
-        pytest.skip(f"{deps} holds an installed copy of helpers (not `pip install -e .`): it would be borrowed too")
+            pytest.skip(f"{folder} holds an installed copy of helpers (not `pip install -e .`): it would be borrowed too")
     (site_packages / "_borrowed_packages.py").write_text(_SHIM.format(deps=deps, checkout=str(ROOT)))
     (site_packages / "_borrowed_packages.pth").write_text("import _borrowed_packages\n")
     return python
