@@ -1,7 +1,7 @@
 """What pyproject.toml cannot say: which packages the wheel holds, found rather than listed.
 
 Every folder under ``helpers/`` is a package (a folder of data files, such as
-``helpers/lab/cuda``, a namespace package), and ``results/h200`` -- the results measured
+``helpers/lessons/roofline``, whose CUDA C source is package data), and ``results/h200`` -- the results measured
 on an H200 and committed, which the lessons read where they cannot measure -- goes into
 the wheel as ``helpers/_results/h200``, where ``helpers/results.py`` finds it when the
 project is installed rather than checked out.  Everything else is in pyproject.toml.

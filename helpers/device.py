@@ -61,7 +61,7 @@ def l2_bytes() -> int | None:
 
 # The memory bandwidth each GPU's datasheet states (GB/s): the series' one *bound*.  The one
 # *best measurement* beside it is the fastest streaming kernel this project measured with the
-# same read/write mix (see helpers.lab.roofline).
+# same read/write mix (see helpers.lessons.roofline.roofline).
 DATASHEET_BANDWIDTH_GBS = {"NVIDIA H200": 4800.0, "NVIDIA H100 80GB HBM3": 3350.0}
 
 

@@ -356,7 +356,7 @@ def _caller_names(args: Sequence[Any]) -> list[str]:
     frame = sys._getframe(1)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
-        if not (module.startswith("numba") or module in (__name__, "helpers.fuser")):  # the fuser's checked launch
+        if not (module.startswith("numba") or module in (__name__, "helpers.lessons.fuser.fuser")):  # the fuser's checked launch
             break
         frame = frame.f_back
     names = []

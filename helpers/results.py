@@ -1,6 +1,6 @@
 """Measured results: typed records, where they were measured, and reading them back.
 
-Every measurement run in :mod:`helpers.lab` returns a *record*: a dataclass that
+Every measurement run in :mod:`helpers.lessons` returns a *record*: a dataclass that
 subclasses :class:`Record`, names its file (``SCHEMA``) and its layout's version
 (``VERSION``).  :func:`save` writes it as ``results/<device>/<SCHEMA>.json`` with a
 :class:`Provenance` (device, driver, library versions, date); :func:`load` reads it
@@ -263,7 +263,7 @@ def load(cls: type[R], folder: str | os.PathLike[str] | None = None) -> R:
     """
     path = path_of(cls, folder)
     if not path.exists():
-        raise ResultError(f"{path}: no such result; `python -m helpers.lab` runs on a GPU write it")
+        raise ResultError(f"{path}: no such result; the lessons' measurement runs (`python -m helpers.lessons.<topic>...`) on a GPU write it")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as error:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The batched runs on a lent GPU (no network there), in phases that each fit one call:
-#   bash scripts/gpu_run.sh measure STEP...   the named scripts/gpu/NN_*.sh steps (e.g. 35 60 65)
+#   bash scripts/gpu_run.sh measure STEP...   the named scripts/gpu/NN_*.sh steps, by lesson (e.g. 05 09 10; ex for the exercises)
 #   bash scripts/gpu_run.sh pytest            the test suite on the GPU (browser, README and HTML tests left out)
 #   bash scripts/gpu_run.sh notebooks NB...   execute these notebooks in place (lessons, solutions)
 # Each phase leaves results/ (and, for notebooks, the notebooks it ran) in $OUT/<phase>.tgz, plus a log.

@@ -1,7 +1,11 @@
-"""The import graph of ``helpers``, read from the code, and the drawing in docs/architecture.md.
+"""The import graph of ``helpers`` and the lesson map, read from the code, drawn in docs/architecture.md.
 
-    python scripts/import_graph.py           # rewrite the drawing in docs/architecture.md
-    python scripts/import_graph.py --check   # exit 1 if the drawing is out of date
+    python scripts/import_graph.py           # rewrite the drawing and the map in docs/architecture.md
+    python scripts/import_graph.py --check   # exit 1 if either is out of date
+
+The drawing has one box per kit module and per harness module, one per lesson folder, and
+one each for ``counting`` and ``classroom``; every import between two boxes is an arrow.
+The map reads each lesson folder's ``NOTEBOOKS``, ``GPU_STEPS`` and ``RESULTS``.
 
 Imports inside functions count too.  ``tests/test_structure.py`` uses the same
 functions to forbid cycles and hidden imports, and keeps the drawing up to date.
@@ -17,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "helpers"
 DOC = ROOT / "docs" / "architecture.md"
 START, END = "<!-- import-graph:start -->", "<!-- import-graph:end -->"
-LAYERS = {"helpers.counting": "counting", "helpers.lab": "lab", "helpers.classroom": "classroom"}
+MAP_START, MAP_END = "<!-- lesson-map:start -->", "<!-- lesson-map:end -->"
+LESSONS = PACKAGE / "lessons"
 
 
 def module_name(path: Path) -> str:
@@ -84,38 +89,84 @@ def package_edges() -> dict[str, set[str]]:
             for m, targets in imports().items()}
 
 
-def mermaid() -> str:
-    """A Mermaid flowchart: one box per module, grouped by subpackage, one arrow per import."""
-    edges = package_edges()
-    groups: dict[str, list[str]] = {"lesson kit (helpers/)": []}
-    for module in sorted(edges):
-        if module == "helpers":
+def box(module: str) -> str:
+    """The box a module is drawn in: a lesson folder, ``counting``, ``classroom``, or the module itself."""
+    parts = module.split(".")
+    if parts[1:2] == ["lessons"] and len(parts) > 2:
+        return ".".join(parts[:3])
+    if parts[1:2] in (["counting"], ["classroom"]):
+        return ".".join(parts[:2])
+    return module
+
+
+def box_edges() -> dict[str, set[str]]:
+    """Imports between boxes (a box's imports of itself and of the ``helpers`` package left out)."""
+    edges: dict[str, set[str]] = {}
+    for module, targets in package_edges().items():
+        if module in ("helpers", "helpers.lessons", "helpers.harness"):
             continue
-        layer = next((name for prefix, name in LAYERS.items() if module == prefix or module.startswith(prefix + ".")), None)
-        groups.setdefault(f"helpers/{layer}/" if layer else "lesson kit (helpers/)", []).append(module)
+        edges.setdefault(box(module), set()).update(
+            box(t) for t in targets if box(t) != box(module) and t not in ("helpers.lessons", "helpers.harness"))
+    return edges
 
-    def node(module: str) -> str:
-        return module.replace(".", "_")
 
+def mermaid() -> str:
+    """A Mermaid flowchart: the kit, the harness and the lessons grouped, one arrow per import between boxes."""
+    edges = box_edges()
+    groups: dict[str, list[str]] = {"kit": [], "harness": [], "lessons": [], "engines": []}
+    for name in sorted(edges):
+        part = name.split(".")[1] if "." in name else ""
+        key = "lessons" if part == "lessons" else "harness" if part == "harness" else (
+            "engines" if part in ("counting", "classroom") else "kit")
+        groups[key].append(name)
+    titles = {"kit": "lesson kit (helpers/)", "harness": "helpers/harness/", "lessons": "helpers/lessons/",
+              "engines": "engines (helpers/counting/, helpers/classroom/)"}
     lines = ["```mermaid", "flowchart LR"]
-    for title, modules in groups.items():
-        lines.append(f'  subgraph {title.split("/")[1] or "kit"}["{title}"]' if title.startswith("helpers/")
-                     else f'  subgraph kit["{title}"]')
-        lines += [f'    {node(m)}["{m.removeprefix("helpers.")}"]' for m in modules]
+    for key, names in groups.items():
+        lines.append(f'  subgraph {key}["{titles[key]}"]')
+        lines += [f'    {n.replace(".", "_")}["{n.removeprefix("helpers.").removeprefix("lessons.")}"]' for n in names]
         lines.append("  end")
-    for module in sorted(edges):
-        for target in sorted(edges[module]):
-            if module != "helpers" and target in edges and not target.endswith(("counting", "lab", "classroom")):
-                lines.append(f"  {node(module)} --> {node(target)}")
+    for name in sorted(edges):
+        lines += [f"  {name.replace('.', '_')} --> {t.replace('.', '_')}" for t in sorted(edges[name]) if t in edges]
     lines.append("```")
     return "\n".join(lines)
 
 
+def lesson_facts(folder: Path) -> dict[str, tuple[str, ...]]:
+    """A lesson folder's ``NOTEBOOKS``, ``GPU_STEPS`` and ``RESULTS``, read from its ``__init__.py`` (not run)."""
+    facts: dict[str, tuple[str, ...]] = {}
+    for node in ast.parse((folder / "__init__.py").read_text()).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if node.targets[0].id in ("NOTEBOOKS", "GPU_STEPS", "RESULTS"):
+                facts[node.targets[0].id] = tuple(ast.literal_eval(node.value))
+    return facts
+
+
+def lesson_folders() -> list[Path]:
+    return sorted(p for p in LESSONS.iterdir() if (p / "__init__.py").exists())
+
+
+def lesson_map() -> str:
+    """notebook | folder | GPU step | result files, one row per lesson folder, by notebook."""
+    rows = []
+    for folder in lesson_folders():
+        facts = lesson_facts(folder)
+        rows.append((", ".join(f"`{n}`" for n in facts.get("NOTEBOOKS", ())), f"`helpers/lessons/{folder.name}/`",
+                     ", ".join(f"`scripts/gpu/{s}.sh`" for s in facts.get("GPU_STEPS", ())) or "-",
+                     ", ".join(f"`{r}.json`" for r in facts.get("RESULTS", ())) or "-"))
+    lines = ["| notebook | folder | GPU step | results (`results/h200/`) |", "|---|---|---|---|"]
+    return "\n".join(lines + [f"| {' | '.join(r)} |" for r in sorted(rows)])
+
+
+def _replace(doc: str, start: str, end: str, body: str) -> str:
+    head, found, rest = doc.partition(start)
+    if not found or end not in rest:
+        raise SystemExit(f"{DOC} has no {start} ... {end} block")
+    return f"{head}{start}\n{body}\n{end}{rest.partition(end)[2]}"
+
+
 def updated(doc: str) -> str:
-    head, found, rest = doc.partition(START)
-    if not found or END not in rest:
-        raise SystemExit(f"{DOC} has no {START} ... {END} block")
-    return f"{head}{START}\n{mermaid()}\n{END}{rest.partition(END)[2]}"
+    return _replace(_replace(doc, START, END, mermaid()), MAP_START, MAP_END, lesson_map())
 
 
 def main(argv: list[str]) -> int:
@@ -123,7 +174,7 @@ def main(argv: list[str]) -> int:
     new = updated(text)
     if "--check" in argv:
         if new != text:
-            print("docs/architecture.md's import graph is out of date: run python scripts/import_graph.py")
+            print("docs/architecture.md's import graph or lesson map is out of date: run python scripts/import_graph.py")
             return 1
         return 0
     DOC.write_text(new)

@@ -17,10 +17,10 @@ sys.path.insert(0, str(ROOT))
 
 import helpers  # noqa: E402,F401  (chooses the backend before numba loads)
 from helpers.device import datasheet_bandwidth_gbs  # noqa: E402
-from helpers.lab import sweep_analysis as sa  # noqa: E402
-from helpers.lab.roofline import Roofline  # noqa: E402
-from helpers.lab.sweep_record import Sweep  # noqa: E402
-from helpers.lab.transfers import Transfers  # noqa: E402
+from helpers.lessons.roofline.roofline import Roofline  # noqa: E402
+from helpers.lessons.sweep import analysis as sa  # noqa: E402
+from helpers.lessons.sweep.record import Sweep  # noqa: E402
+from helpers.lessons.transfers.transfers import Transfers  # noqa: E402
 from helpers.results import load  # noqa: E402
 from helpers.timing import format_ms  # noqa: E402
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from helpers import attention as at
-from helpers import softmax as sm
 from helpers.checks import poisoned
-from helpers.lab import reductions
+from helpers.lessons.attention import attention as at
+from helpers.lessons.softmax import reductions
+from helpers.lessons.softmax import softmax as sm
 
 
 def qkv(heads, length, d):

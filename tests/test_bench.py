@@ -1,4 +1,4 @@
-"""The size sweep (helpers.lab.bench), its analysis (helpers.lab.sweep_analysis) and plots (helpers.lab.sweep_plots).
+"""The size sweep (helpers.lessons.sweep.bench), its analysis (helpers.lessons.sweep.analysis) and plots (helpers.lessons.sweep.plots).
 
 Analysis and plots are tested on *synthetic* curves built from a simple model
 (launch cost + bytes / bandwidth), so that the expected regimes are known.
@@ -11,11 +11,12 @@ from matplotlib.figure import Figure
 
 import helpers
 from helpers.checks import CheckFailed
-from helpers.lab import bench, sweep_plots
-from helpers.lab.device_checks import poison_on_device
-from helpers.lab import sweep_analysis as sa
-from helpers.lab import sweep_plots as sp
-from helpers.lab.sweep_record import (
+from helpers.harness.device_checks import poison_on_device
+from helpers.lessons.sweep import analysis as sa
+from helpers.lessons.sweep import bench
+from helpers.lessons.sweep import plots as sp
+from helpers.lessons.sweep import plots as sweep_plots
+from helpers.lessons.sweep.record import (
     ImplementationInfo,
     LauncherCost,
     LaunchOverhead,

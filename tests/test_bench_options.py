@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import helpers
-from helpers.lab import bench
+from helpers.lessons.sweep import bench
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,12 +45,12 @@ def test_the_command_line_gives_a_usage_error_not_a_traceback(tmp_path):
     target = tmp_path / "a_file"
     target.write_text("")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-m", "helpers.lab.bench", "--out", str(target), "--no-overhead"],
+    done = subprocess.run([sys.executable, "-m", "helpers.lessons.sweep.bench", "--out", str(target), "--no-overhead"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert "is a file, not a folder" in done.stderr
-    assert "usage: python -m helpers.lab.bench" in done.stderr
+    assert "usage: python -m helpers.lessons.sweep.bench" in done.stderr
 
 
 @pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU: its free memory is the limit")

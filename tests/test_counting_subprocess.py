@@ -21,7 +21,7 @@ from helpers.counting import CannotAttribute, simulated_traffic
 from helpers.counting.carry import function_spec
 from helpers.counting.other_backend import COMPILER, run_under
 from helpers.counting.traffic import _simulate_in_subprocess
-from helpers.lab import roofline
+from helpers.lessons.roofline import roofline
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
 N = 203  # not a multiple of 4 nor of the block
@@ -54,9 +54,9 @@ def test_roofline_kernels_and_their_intrinsics_count_in_the_subprocess(name):
 
 def test_a_gpu_process_sends_roofline_intrinsics_by_name():
     """What the GPU side sends (made under the real compiler, no GPU needed): names to import again."""
-    spec = run_under(COMPILER, "helpers.counting.carry:spec_request", {"kernel": "helpers.lab.roofline:vec4_kernel"})
-    assert spec["globals"]["load4"] == {"import": "helpers.lab.roofline:load4"}
-    assert spec["globals"]["store4"] == {"import": "helpers.lab.roofline:store4"}
+    spec = run_under(COMPILER, "helpers.counting.carry:spec_request", {"kernel": "helpers.lessons.roofline.roofline:vec4_kernel"})
+    assert spec["globals"]["load4"] == {"import": "helpers.lessons.roofline.roofline:load4"}
+    assert spec["globals"]["store4"] == {"import": "helpers.lessons.roofline.roofline:store4"}
     assert spec["globals"]["cuda"] == {"module": "numba.cuda"}
 
 

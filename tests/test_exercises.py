@@ -435,7 +435,7 @@ def test_committed_speedups_are_consistent():
 
     record = speedups.load()
     if record is None:
-        pytest.skip("no committed GPU result yet (scripts/gpu/75_exercise_speedups.sh makes it)")
+        pytest.skip("no committed GPU result yet (scripts/gpu/ex_speedups.sh makes it)")
     assert "H200" in record.provenance.device
     for row in record.rows:
         assert row.unfused_us > 0 and row.fused_us > 0

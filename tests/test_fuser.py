@@ -8,8 +8,8 @@ import pytest
 from numba import cuda
 
 from helpers import checks, pipeline
-from helpers.fuser import FuseError, compile_source, fuse, generate_source, scalar_names
 from helpers.ledger import Ledger
+from helpers.lessons.fuser.fuser import FuseError, compile_source, fuse, generate_source, scalar_names
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
 N = 300  # not a multiple of the block size

@@ -1,4 +1,4 @@
-"""CUDA graphs (helpers.graphs) and the launches measurement (helpers.lab.launches).
+"""CUDA graphs (helpers.lessons.launches.graphs) and the launches measurement (helpers.lessons.launches.launches).
 
 In the simulator: launches are checked before capture (host arrays refused), capture
 says graphs need a GPU, nothing is timed, the ledger counts the launches a graph
@@ -13,10 +13,10 @@ import pytest
 from numba import cuda
 
 import helpers
-from helpers import graphs, results
+from helpers import results
 from helpers.checks import check_close, random_inputs
-from helpers.lab import launches
 from helpers.ledger import Ledger
+from helpers.lessons.launches import graphs, launches
 from helpers.pipeline import (
     add_kernel,
     fused_kernel,

@@ -1,4 +1,4 @@
-"""The bytes-in-flight model (helpers/lab/inflight.py): its arithmetic, its kernels, its record."""
+"""The bytes-in-flight model (helpers/lessons/inflight/inflight.py): its arithmetic, its kernels, its record."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from helpers.checks import poisoned, random_inputs
 from helpers.counting import simulated_traffic, static_traffic
 from helpers.counting.ptx import compile_ptx, describe_arg
 from helpers.counting.record import CannotAttribute, LinkedCall
-from helpers.lab import inflight, roofline
 from helpers.ledger import Ledger
+from helpers.lessons.inflight import inflight
+from helpers.lessons.roofline import roofline
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
 # --- occupancy from registers, and bytes in flight ------------------------------------------------

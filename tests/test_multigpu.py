@@ -11,7 +11,7 @@ from numba import cuda
 
 import helpers
 import helpers.checks
-from helpers.lab import multigpu
+from helpers.lessons.transfers import multigpu
 
 two_gpus = pytest.mark.skipif(multigpu.gpu_count() < 2, reason="needs two GPUs")
 fewer_than_two = pytest.mark.skipif(multigpu.gpu_count() >= 2, reason="behaviour with fewer than two GPUs")
@@ -146,7 +146,7 @@ def test_split_needs_elements():
 @fewer_than_two
 def test_cli_exits_cleanly_with_the_message():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-m", "helpers.lab.multigpu"], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-m", "helpers.lessons.transfers.multigpu"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert f"needs two GPUs; found {multigpu.gpu_count()}" in done.stdout
@@ -157,7 +157,7 @@ def test_cli_exits_cleanly_with_the_message():
 def test_script_is_a_quick_dry_run():
     # the script calls `python3`: put this interpreter's folder first on PATH
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(["bash", "scripts/gpu/50_two_gpus.sh"], cwd=ROOT, env=env,
+    done = subprocess.run(["bash", "scripts/gpu/08_two_gpus.sh"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "needs two GPUs; found" in done.stdout

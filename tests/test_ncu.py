@@ -12,7 +12,7 @@ import pytest
 import helpers
 from helpers import results
 from helpers.device import l2_bytes
-from helpers.lab import ncu
+from helpers.lessons.dram import ncu
 
 FIXTURE = """\
 ==PROF== Connected to process 4242 (/usr/bin/python3.12)
@@ -104,8 +104,8 @@ def test_missing_results_give_a_note_not_an_error(monkeypatch, tmp_path, capsys)
 
 @pytest.mark.skipif(helpers.is_simulator() or not ncu.ncu_available(), reason="needs a GPU and ncu")
 def test_ledger_within_3_percent_of_ncu_for_large_arrays():
-    # L2 kept between kernels, as the pipeline runs (see helpers.lab.ncu.agreement_check).
-    kernels, _ = ncu.run_ncu(["python3", "-m", "helpers.lab.ncu", "workload", "--log2-sizes", "26",
+    # L2 kept between kernels, as the pipeline runs (see helpers.lessons.dram.ncu.agreement_check).
+    kernels, _ = ncu.run_ncu(["python3", "-m", "helpers.lessons.dram.ncu", "workload", "--log2-sizes", "26",
                               "--ledger", "/tmp/ncu_test_ledger.json"], "none", launch_count=4)
     ledger = json.load(open("/tmp/ncu_test_ledger.json"))
     rows = ncu.join(ledger, kernels, l2_bytes())

@@ -7,7 +7,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import attention, optim, pipeline, softmax
+from helpers import pipeline
+from helpers.lessons.attention import attention
+from helpers.lessons.optimizer import optim
+from helpers.lessons.softmax import softmax
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 

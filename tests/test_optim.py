@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from helpers import optim as op
-from helpers.lab import reductions
 from helpers.ledger import Ledger
+from helpers.lessons.optimizer import optim as op
+from helpers.lessons.softmax import reductions
 
 
 def state(n):

@@ -14,17 +14,17 @@ import json
 import re
 import shutil
 import subprocess
-from importlib import metadata
 import sys
 import tomllib
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from venv_support import ROOT, outside_env, venv_with_deps
 
 from helpers import friendly
 from helpers.classroom import reference
-from venv_support import ROOT, outside_env, venv_with_deps
 
 WRONG = ROOT / "notebooks" / "exercises" / "wrong" / "ex1_off_by_one.py"
 IGNORED = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".ipynb_checkpoints")
@@ -38,8 +38,8 @@ import helpers
 from helpers import results
 from helpers.checks import CheckFailed
 from helpers.classroom import grading
-from helpers.lab import roofline
-from helpers.lab.sweep_record import Sweep
+from helpers.lessons.roofline import roofline
+from helpers.lessons.sweep.record import Sweep
 
 
 def load(path):

@@ -1,6 +1,6 @@
 """Every measured figure quoted in a lesson's markdown agrees with the committed data it cites.
 
-Markers (see :mod:`helpers.prose`) tie each quoted number to a committed result or
+Markers (see ``scripts/prose_figures.py``) tie each quoted number to a committed result or
 to the notebook's own outputs; in the lessons this file owns, a number with a unit
 of time, bandwidth, percent or ratio must carry one.
 """
@@ -8,12 +8,14 @@ of time, bandwidth, percent or ratio must carry one.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from helpers.lab import prose_figures as prose
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import prose_figures as prose  # noqa: E402  (a docs check in scripts/, like import_graph.py)
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 # Lessons whose prose is checked for unmarked figures (the others are checked only where marked).

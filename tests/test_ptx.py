@@ -160,7 +160,7 @@ def test_two_accesses_to_one_array_that_move_differently_with_the_block_are_coun
 
 def test_a_call_to_linked_cuda_c_is_refused_with_the_functions_name():
     from helpers.checks import random_inputs
-    from helpers.lab import roofline
+    from helpers.lessons.roofline import roofline
 
     ptx = roofline.ptx_evidence("linked_cuda_c").ptx
     a, b, c = (cuda.to_device(h) for h in random_inputs(203, seed=4))

@@ -13,11 +13,11 @@ import pytest
 
 import helpers
 from helpers import results
-from helpers.lab.fuser_vs_compile import FuserVsCompile
-from helpers.lab.ncu import NcuDram
-from helpers.lab.roofline import Roofline
-from helpers.lab.sweep_record import LaunchOverhead, Sweep
-from helpers.lab.transfers import Transfers
+from helpers.lessons.dram.ncu import NcuDram
+from helpers.lessons.fuser.versus_compile import FuserVsCompile
+from helpers.lessons.roofline.roofline import Roofline
+from helpers.lessons.sweep.record import LaunchOverhead, Sweep
+from helpers.lessons.transfers.transfers import Transfers
 
 COMMITTED = Path(__file__).resolve().parent.parent / "results" / "h200"
 RECORDS = [Sweep, LaunchOverhead, Roofline, Transfers, NcuDram, FuserVsCompile]

@@ -1,4 +1,4 @@
-"""The fused-kernel variants of helpers/lab/roofline.py: correct, and compiled to the loads they claim."""
+"""The fused-kernel variants of helpers/lessons/roofline/roofline.py: correct, and compiled to the loads they claim."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from numba import cuda
 import helpers
 from helpers import pipeline, results
 from helpers.checks import poisoned, random_inputs
-from helpers.lab import roofline
+from helpers.lessons.roofline import roofline
 
 SIM_VARIANTS = [name for name, v in roofline.VARIANT_INFO.items() if not v.gpu_only]
 SCALAR = [name for name, v in roofline.VARIANT_INFO.items() if v.elements_per_access == 1]

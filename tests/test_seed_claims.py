@@ -6,7 +6,7 @@ import pytest
 
 import helpers
 from helpers.device import compute_capability, sm_count
-from helpers.lab import seed_claims as sc
+from helpers.lessons.arithmetic import seed_claims as sc
 
 CSV = '''==PROF== Connected to process
 "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"

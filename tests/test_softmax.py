@@ -7,11 +7,10 @@ import pytest
 from numba import cuda
 
 import helpers
-
 from helpers import results
-from helpers import softmax as sm
 from helpers.checks import poisoned
-from helpers.lab import reductions
+from helpers.lessons.softmax import reductions
+from helpers.lessons.softmax import softmax as sm
 
 
 def random_matrix(rows, cols):
@@ -142,7 +141,7 @@ def test_records_round_trip_through_json(tmp_path):
 
 
 def test_the_committed_reduction_records_are_drawn_one_point_per_measurement(tmp_path):
-    from helpers.lab import reductions
+    from helpers.lessons.softmax import reductions
 
     paths = reductions.save_plots(tmp_path)
     assert [p.name for p in paths] == ["reductions_softmax.png", "reductions_attention.png", "reductions_adamw.png"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "helpers"
 sys.path.insert(0, str(ROOT / "scripts"))
-from import_graph import find_cycle, imports, module_name, package_edges  # noqa: E402
+from import_graph import find_cycle, imports, lesson_facts, lesson_folders, package_edges  # noqa: E402
 
 # How this project talks about its own work, never to a learner: "the design card", performance
 # "bars" and "targets", "the issue", issue numbers.  (Bars in a bar chart are fine.)
@@ -41,15 +42,75 @@ def test_no_import_between_helpers_modules_inside_a_function_without_a_reason():
     assert not hidden, "imports inside functions need a one-line comment saying why:\n" + "\n".join(hidden)
 
 
-def test_the_lesson_kit_is_small_and_the_rest_is_grouped():
-    top = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
-    assert len(top) <= 16, top
-    assert {"counting", "lab", "classroom"} <= {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
-    lab = {module_name(p) for p in (PACKAGE / "lab").glob("*.py")}
-    kit = {f"helpers.{m}" for m in top}
-    upward = [(m, t) for m in kit for t, *_ in imports()[m] if t.startswith(("helpers.lab", "helpers.classroom"))]
-    assert not upward, f"the lesson kit must not depend on the lab or the classroom: {upward}"
-    assert lab
+KIT_LAYERS = ("helpers.counting", "helpers.lessons", "helpers.harness", "helpers.classroom")
+LESSON_PARTS = ("__init__.py", "__main__.py", "record.py", "measure.py", "report.py")
+
+
+def _layer(module: str) -> str:
+    return next((layer for layer in KIT_LAYERS if module == layer or module.startswith(layer + ".")), "helpers")
+
+
+def test_imports_point_down_the_layers():
+    """kit and counting know no lesson, harness or classroom; the harness knows no lesson; lessons know no classroom."""
+    forbidden = {"helpers": KIT_LAYERS[1:], "helpers.counting": KIT_LAYERS[1:],
+                 "helpers.harness": ("helpers.lessons", "helpers.classroom"),
+                 "helpers.lessons": ("helpers.classroom",), "helpers.classroom": ("helpers.lessons", "helpers.harness")}
+    wrong = [(m, t) for m, targets in imports().items() for t, *_ in targets
+             if _layer(t) in forbidden[_layer(m)]]
+    assert not wrong, f"imports against the layers: {wrong}"
+
+
+def lesson_problems(folder: Path) -> list[str]:
+    """What a lesson folder lacks of the convention (docs/architecture.md, "Adding a lesson")."""
+    problems = [f"{folder.name}: no {part}" for part in LESSON_PARTS if not (folder / part).is_file()]
+    if problems:
+        return problems
+    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
+    if not re.match(r"Lesson \d\d", doc):
+        problems.append(f"{folder.name}/__init__.py: its docstring does not start with 'Lesson NN'")
+    facts = lesson_facts(folder)
+    for name in ("NOTEBOOKS", "GPU_STEPS", "RESULTS"):
+        if name not in facts:
+            problems.append(f"{folder.name}/__init__.py: no {name} tuple")
+    problems += [f"{folder.name}: no notebook {n}" for n in facts.get("NOTEBOOKS", ())
+                 if not (ROOT / "notebooks" / f"{n}.ipynb").is_file()]
+    problems += [f"{folder.name}: no GPU step {s}" for s in facts.get("GPU_STEPS", ())
+                 if not (ROOT / "scripts" / "gpu" / f"{s}.sh").is_file()]
+    problems += [f"{folder.name}: no committed result {r}" for r in facts.get("RESULTS", ())
+                 if not (ROOT / "results" / "h200" / f"{r}.json").is_file()]
+    main = ast.parse((folder / "__main__.py").read_text()).body
+    calls = [n for n in main if not isinstance(n, (ast.Import, ast.ImportFrom))
+             and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    if len(calls) != 1 or "run(__package__" not in ast.unparse(calls[0]):
+        problems.append(f"{folder.name}/__main__.py: its body is not the one line `run(__package__, COMMANDS)`")
+    record = ast.parse((folder / "record.py").read_text())
+    if not any(isinstance(n, ast.ClassDef) and any("Record" in ast.unparse(b) for b in n.bases) for n in record.body):
+        problems.append(f"{folder.name}/record.py: defines no Record")
+    return problems
+
+
+def test_every_lesson_folder_has_the_same_parts():
+    folders = lesson_folders()
+    assert folders
+    problems = [p for folder in folders for p in lesson_problems(folder)]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_lesson_folder_copied_from_another_passes_the_convention(tmp_path):
+    copy = tmp_path / "my_lesson"
+    shutil.copytree(lesson_folders()[-1], copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert lesson_problems(copy) == []
+    (copy / "report.py").unlink()
+    assert lesson_problems(copy) == ["my_lesson: no report.py"]
+
+
+def test_every_notebook_result_and_gpu_step_belongs_to_a_lesson():
+    claimed = {kind: {x for f in lesson_folders() for x in lesson_facts(f).get(kind, ())}
+               for kind in ("NOTEBOOKS", "GPU_STEPS", "RESULTS")}
+    notebooks = {p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+    steps = {p.stem for p in (ROOT / "scripts" / "gpu").glob("[0-9][0-9]_*.sh")}
+    assert notebooks - claimed["NOTEBOOKS"] <= {"01_three_kernels"}  # the chapter's pipeline is the kit's
+    assert steps == claimed["GPU_STEPS"]
 
 
 def _notebook_text(path: Path) -> list[tuple[str, str]]:

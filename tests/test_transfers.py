@@ -5,7 +5,7 @@ import pytest
 from matplotlib.figure import Figure
 
 import helpers
-from helpers.lab import transfers
+from helpers.lessons.transfers import transfers
 
 on_gpu = pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU")
 in_simulator = pytest.mark.skipif(not helpers.is_simulator(), reason="simulator behaviour")

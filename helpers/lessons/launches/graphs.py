@@ -1,0 +1,532 @@
+"""CUDA graphs: record a sequence of Numba launches once, then replay it with one call.
+
+Every Numba launch costs the host tens of microseconds (type checks, argument
+packing, the driver call).  A *graph* records the launches once; a replay hands the
+whole recorded sequence to the driver in one call.  Write the launches as a function
+of a stream, so that the same code runs directly or is captured::
+
+    def pipeline(stream):
+        add_kernel[blocks, BLOCK_SIZE, stream](a, b, t1)
+        multiply_kernel[blocks, BLOCK_SIZE, stream](t1, c, t2)
+        scale_kernel[blocks, BLOCK_SIZE, stream](t2, s, out)
+
+    graph = capture(pipeline)   # checks every launch's arguments, then records
+    graph.run()                 # replay and wait
+
+A graph replays on the very buffers it was captured with, with the scalars it was
+captured with.  To feed new inputs, copy them into the captured buffers on the
+graph's stream (:meth:`CudaGraph.copy_into`) and replay, or capture again.
+
+Graphs are built with ``cuda.core`` (NVIDIA's Python CUDA library that numba-cuda is
+itself built on): Numba launches into a ``cuda.core`` ``GraphBuilder`` passed where a
+stream goes.  The CUDA simulator runs kernels as Python code and has no graphs:
+:func:`capture` checks the launches there (the arrays, and that each launch uses the pipeline's
+``stream``) and then raises :class:`GraphsNeedGPU`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from helpers.backend import is_simulator
+from helpers.ledger import Ledger
+from helpers.timing import MIN_HOLD_US, us_per_hold_iteration
+
+__all__ = ["MIN_HOLD_US", "CudaGraph", "GraphsNeedGPU", "NotCapturable", "SimulatedStream", "capture", "check_capturable",
+           "counted", "time_calls"]
+
+GRAPHS_NEED_GPU = (
+    "CUDA graphs need a GPU: the simulator runs each kernel as Python code and cannot record "
+    "launches into a graph"
+)
+
+
+NO_LAUNCHES = "the pipeline made no Numba launches: there is nothing to record"
+
+PIPELINE_SHAPE = ("a function of the stream to launch on, e.g. "
+                  "`def pipeline(stream): kernel[blocks, threads, stream](...)`")
+
+
+class GraphsNeedGPU(RuntimeError):
+    """Raised by :func:`capture` in the CUDA simulator (after the launches were checked)."""
+
+
+class NotCapturable(TypeError):
+    """A launch that a graph cannot record as it stands (the message says why and what to do)."""
+
+
+# --- cuda.core, wherever this version keeps it ------------------------------------------------
+
+
+def core() -> Any:
+    """The ``cuda.core`` module (``cuda.core.experimental`` in releases before 0.4)."""
+    try:
+        import cuda.core as module
+
+        if hasattr(module, "Device"):
+            return module
+    except ImportError:
+        pass
+    import cuda.core.experimental as module  # older cuda.core releases
+
+    return module
+
+
+def graph_builder_type() -> type:
+    """``cuda.core``'s ``GraphBuilder`` class (in ``cuda.core.graph`` from cuda.core 1.x)."""
+    try:
+        from cuda.core.graph import GraphBuilder
+
+        return GraphBuilder
+    except ImportError:
+        return core().GraphBuilder  # type: ignore[no-any-return]
+
+
+@lru_cache(maxsize=1)
+def default_stream() -> Any:
+    """One ``cuda.core`` stream on the current device, shared by the graphs of a session.
+
+    Numba launches accept it as their stream (``kernel[grid, block, stream](...)``),
+    and so do Numba's copies (``array.copy_to_device(host, stream=stream)``).
+    """
+    if is_simulator():
+        raise GraphsNeedGPU(GRAPHS_NEED_GPU)
+    from numba import cuda
+
+    cuda.current_context()  # Numba's context is the device's primary context; cuda.core shares it
+    device = core().Device()
+    device.set_current()
+    return device.create_stream()
+
+
+def timing_event_options() -> Any:
+    """``EventOptions`` for events that record time (the field was renamed in cuda.core 0.4)."""
+    options = core().EventOptions
+    try:
+        return options(timing_enabled=True)
+    except TypeError:
+        return options(timing_disabled=False)
+
+
+def _close(thing: Any) -> None:
+    """Release a cuda.core object now where this version can (older ones free it when collected)."""
+    close = getattr(thing, "close", None)
+    if close is not None:
+        close()
+
+
+def legacy_stream() -> Any:
+    """``cuda.core``'s handle on the legacy default stream: where Numba, CuPy and torch launch by default."""
+    module = core()
+    stream = getattr(module, "LEGACY_DEFAULT_STREAM", None)
+    return stream if stream is not None else module.Stream.from_handle(0)
+
+
+# --- checking launches before they are recorded ------------------------------------------
+
+
+def _check_pipeline(pipeline: Any, caller: str) -> None:
+    """Raise ``TypeError`` unless ``pipeline`` can be called with one argument, the stream."""
+    if not callable(pipeline):
+        raise TypeError(f"{caller} needs the pipeline, {PIPELINE_SHAPE}; got {type(pipeline).__name__}")
+    try:
+        signature = inspect.signature(pipeline)
+    except (TypeError, ValueError):
+        return  # no signature to read (a built-in): the call itself will say
+    try:
+        signature.bind(None)
+    except TypeError:
+        name = getattr(pipeline, "__name__", type(pipeline).__name__)
+        raise TypeError(f"{caller} calls the pipeline with one argument, the stream, but {name}{signature} "
+                        f"cannot take it: write the pipeline as {PIPELINE_SHAPE}") from None
+
+
+def check_capturable(kernel: str, args: tuple[Any, ...] | list[Any]) -> None:
+    """Raise :class:`NotCapturable` if a launch with these arguments cannot be recorded.
+
+    A host array (or a ``cuda.In``/``cuda.Out``/``cuda.InOut`` hint) makes Numba copy
+    it to the GPU before the launch and back after it, and wait for the copy back.
+    A graph cannot record that wait, and a recorded copy would read the host memory
+    as it was at capture, so every array must already be on the device.
+    """
+    from numba import cuda
+
+    if not isinstance(args, (tuple, list)):
+        raise TypeError(f"check_capturable needs the launch's arguments as a tuple or a list, got {type(args).__name__}")
+    for position, arg in enumerate(args, 1):
+        where = f"argument {position} of {kernel}"
+        if isinstance(arg, np.ndarray):
+            raise NotCapturable(
+                f"{where} is a host NumPy array. Numba copies a host array to the GPU "
+                "before every launch and back after it, and a graph cannot record those copies. "
+                "Copy it once before capturing, e.g. `a_gpu = cuda.to_device(a)`, and launch on `a_gpu`."
+            )
+        if isinstance(arg, (cuda.In, cuda.Out, cuda.InOut)):  # on a GPU, InOut is a kind of Out
+            raise NotCapturable(
+                f"{where} is a host array in a cuda.{type(arg).__name__} hint, which asks for a copy around "
+                "the launch; a graph cannot record it. Copy the array to the device once before capturing."
+            )
+        if isinstance(arg, (list, tuple)) and any(isinstance(x, np.ndarray) for x in arg):
+            raise NotCapturable(f"{where} holds host NumPy arrays; pass device arrays (cuda.to_device) instead.")
+
+
+@dataclass
+class CapturedLaunch:
+    """One launch as it was recorded: the kernel, its launch shape and its arguments."""
+
+    kernel: str
+    grid: Any
+    block: Any
+    arrays: int  # how many array arguments it took
+    scalars: list[Any] = field(default_factory=list)  # scalar arguments, baked into the graph
+
+
+def _describe(kernel: str, grid: Any, block: Any, args: Any) -> CapturedLaunch:
+    arrays = sum(1 for a in args if hasattr(a, "shape") and not isinstance(a, np.generic))
+    scalars = [a for a in args if isinstance(a, (int, float, complex, np.number))]
+    return CapturedLaunch(kernel, grid, block, arrays, scalars)
+
+
+class SimulatedStream(int):
+    """What a pipeline gets as its ``stream`` in the simulator, which has no streams (it equals 0).
+
+    A launch written ``kernel[blocks, threads, stream]`` passes it on, so the checks can tell it from
+    a launch that leaves the stream out: a graph on a GPU would not record that one.
+    """
+
+    def __new__(cls) -> SimulatedStream:
+        return super().__new__(cls, 0)
+
+    def __repr__(self) -> str:
+        return "<the simulator's stand-in stream>"
+
+
+def _wrong_stream(name: str) -> NotCapturable:
+    return NotCapturable(
+        f"{name} was launched on another stream than the one the pipeline was given, so a "
+        f"graph would not record it: write {name}[grid, block, stream](...) with the "
+        "pipeline's `stream` argument."
+    )
+
+
+class _Watch:
+    """Check (and note) every Numba launch made while it is active, and insist on the pipeline's stream.
+
+    ``expected`` is that stream: its handle on a GPU, the :class:`SimulatedStream` in the simulator
+    (``None``: any stream).  ``adopt`` (a stream, or ``None``) lets launches on the default stream
+    through; on a GPU they are moved onto it.
+    """
+
+    def __init__(self, expected: Any, *, run: bool, adopt: Any = None) -> None:
+        self.expected = expected
+        self.run = run  # False in the simulator: check and note, but do not execute
+        self.adopt = adopt
+        self.launches: list[CapturedLaunch] = []
+        self._restore: Callable[[], None] | None = None
+
+    def __enter__(self) -> _Watch:
+        self._restore = self._watch_simulator() if is_simulator() else self._watch_gpu()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._restore is not None:
+            self._restore()
+
+    def _check_simulated_stream(self, name: str, given: Any) -> None:
+        if self.expected is None or given is self.expected:
+            return
+        if self.adopt is not None and (given is None or (type(given) is int and given == 0)):
+            return  # the default stream, which a capture that adopts it records too
+        raise _wrong_stream(name)
+
+    def _watch_simulator(self) -> Callable[[], None]:
+        from numba.cuda.simulator import kernel as sim_kernel
+
+        fake = sim_kernel.FakeCUDAKernel
+        original_call, original_item = fake.__call__, fake.__getitem__
+
+        def configured(kernel: Any, configuration: Any) -> Any:  # the simulator forgets the stream: note it
+            has_stream = isinstance(configuration, tuple) and len(configuration) > 2
+            kernel._watched_stream = configuration[2] if has_stream else None
+            return original_item(kernel, configuration)
+
+        def watched_sim(kernel: Any, *args: Any) -> Any:
+            if kernel._device or sim_kernel._get_kernel_context() is not None:
+                return original_call(kernel, *args)
+            name = kernel.fn.__name__
+            check_capturable(name, args)
+            self._check_simulated_stream(name, getattr(kernel, "_watched_stream", None))
+            self.launches.append(_describe(name, kernel.grid_dim, kernel.block_dim, args))
+            return original_call(kernel, *args) if self.run else None
+
+        fake.__call__, fake.__getitem__ = watched_sim, configured
+
+        def restore() -> None:
+            fake.__call__, fake.__getitem__ = original_call, original_item
+
+        return restore
+
+    def _watch_gpu(self) -> Callable[[], None]:
+        from numba.cuda.dispatcher import CUDADispatcher
+
+        original = CUDADispatcher.call
+
+        def watched(dispatcher: Any, args: Any, launch_config: Any) -> Any:
+            name = dispatcher.py_func.__name__
+            check_capturable(name, args)
+            handle = int(launch_config.stream.handle)
+            if self.adopt is not None and handle == 0:
+                # A configuration of its own: Numba shares one per (grid, block, stream) among all
+                # later launches, so changing this one's stream would move those onto the capture's.
+                launch_config = dispatcher.configure(launch_config.griddim, launch_config.blockdim,
+                                                     stream=self.adopt, sharedmem=launch_config.sharedmem)
+                handle = int(self.adopt.handle)
+            if self.expected is not None and handle != self.expected:
+                raise _wrong_stream(name)
+            self.launches.append(_describe(name, launch_config.griddim, launch_config.blockdim, args))
+            return original(dispatcher, args, launch_config)
+
+        CUDADispatcher.call = watched
+        return lambda: setattr(CUDADispatcher, "call", original)
+
+
+# --- the graph -------------------------------------------------------------------------------
+
+
+class CudaGraph:
+    """A recorded sequence of launches, replayed on one ``cuda.core`` stream."""
+
+    def __init__(self, graph: Any, stream: Any, launches: list[CapturedLaunch], name: str) -> None:
+        self._graph = graph
+        self.stream = stream
+        self.launches = launches
+        self.name = name
+
+    def replay(self, stream: Any = None) -> None:
+        """Queue one replay of every recorded launch (returns at once, like a launch).
+
+        It goes on the graph's own stream unless another ``cuda.core`` stream is given
+        (``legacy_stream()``, say, to queue it behind Numba's default-stream work).
+        """
+        self._graph.launch(self.stream if stream is None else stream)
+
+    def sync(self) -> None:
+        """Wait until everything queued on the graph's stream has finished."""
+        self.stream.sync()
+
+    def run(self) -> None:
+        """Replay once and wait for it."""
+        self.replay()
+        self.sync()
+
+    def copy_into(self, device_array: Any, host_array: np.ndarray) -> None:
+        """Copy new input data into a captured buffer, ordered before the next replay.
+
+        The copy goes on the graph's own stream: a copy on another stream could still be
+        running when the replay reads the buffer.
+        """
+        if tuple(device_array.shape) != tuple(np.shape(host_array)):
+            raise ValueError(f"shape {np.shape(host_array)} does not match the captured buffer's {device_array.shape}; "
+                             "a graph replays on the buffers it was captured with: capture again for another size")
+        if np.dtype(device_array.dtype) != np.asarray(host_array).dtype:
+            raise TypeError(f"dtype {np.asarray(host_array).dtype} does not match the captured buffer's {device_array.dtype}")
+        device_array.copy_to_device(np.ascontiguousarray(host_array), stream=self.stream)
+
+    def close(self) -> None:
+        _close(self._graph)
+
+    def __repr__(self) -> str:
+        kernels = ", ".join(launch.kernel for launch in self.launches)
+        return f"CudaGraph({self.name!r}: {len(self.launches)} launches: {kernels})"
+
+
+def capture(pipeline: Callable[[Any], object], *, name: str = "graph", stream: Any = None,
+            warm_up: bool = True, adopt_default_stream: bool = False) -> CudaGraph:
+    """Record the launches ``pipeline(stream)`` makes into a graph, ready to replay.
+
+    Every launch is checked first (:func:`check_capturable`): host arrays and
+    launches on another stream are refused with a clear error.  With ``warm_up``
+    the pipeline runs once directly first, so that Numba compiles the kernels
+    outside the capture.  In the simulator the launches are checked (not run) and
+    :class:`GraphsNeedGPU` is raised.
+
+    ``adopt_default_stream=True`` is for code that launches without a stream
+    argument (a library function, say): its launches on Numba's default stream are
+    moved onto the capture's stream and recorded too.
+    """
+    _check_pipeline(pipeline, "capture")
+    if is_simulator():
+        simulated = SimulatedStream()
+        with _Watch(simulated, run=False, adopt=simulated if adopt_default_stream else None) as watch:
+            pipeline(simulated)
+        if not watch.launches:
+            raise ValueError(NO_LAUNCHES)
+        count, kernels = len(watch.launches), ", ".join(launch.kernel for launch in watch.launches)
+        launched = f"{count} launches ({kernels}) were" if count > 1 else f"1 launch ({kernels}) was"
+        raise GraphsNeedGPU(f"{GRAPHS_NEED_GPU}. The {launched} checked: all their arrays are on the device, "
+                            "and all go on the pipeline's stream.")
+    stream = stream if stream is not None else default_stream()
+    if warm_up:
+        _direct(pipeline, stream, adopt_default_stream)
+    return _record(pipeline, stream, name, watched=True, adopt=adopt_default_stream)
+
+
+def _direct(pipeline: Callable[[Any], object], stream: Any, adopt: bool = False) -> list[CapturedLaunch]:
+    """Run the pipeline directly on ``stream``, every launch checked; wait for it."""
+    with _Watch(int(stream.handle), run=True, adopt=stream if adopt else None) as watch:
+        pipeline(stream)
+    stream.sync()
+    return watch.launches
+
+
+def _record(pipeline: Callable[[Any], object], stream: Any, name: str, *, watched: bool,
+            adopt: bool = False) -> CudaGraph:
+    """Capture ``pipeline(builder)`` on ``stream``; ``watched`` checks each launch as it is recorded."""
+    builder = stream.create_graph_builder()
+    builder.begin_building()
+    launches: list[CapturedLaunch] = []
+    try:
+        if watched:
+            with _Watch(int(builder.stream.handle), run=True, adopt=builder.stream if adopt else None) as watch:
+                pipeline(builder)
+            launches = watch.launches
+        else:
+            pipeline(builder)
+    except BaseException:
+        try:  # leave the stream usable: end the capture and drop what was recorded
+            builder.end_building()
+        finally:
+            _close(builder)
+        raise
+    builder.end_building()
+    if watched and not launches:
+        _close(builder)
+        raise ValueError(NO_LAUNCHES)
+    graph = builder.complete()
+    _close(builder)
+    return CudaGraph(graph, stream, launches, name)
+
+
+def counted(pipeline: Callable[[Any], object], name: str) -> Ledger:
+    """The ledger's count of the launches a graph of ``pipeline`` records.
+
+    On a GPU the launches are checked and run once directly, then the ledger
+    watches the capture itself (a replay makes the recorded launches, so the same
+    trips).  In the simulator, which has no graphs, the launches are checked the
+    same way, then made directly while the ledger watches.
+    """
+    _check_pipeline(pipeline, "counted")
+    if is_simulator():
+        simulated = SimulatedStream()
+        with _Watch(simulated, run=False):
+            pipeline(simulated)  # checked as capture checks it (host arrays, the stream), not run
+        with Ledger(name) as ledger:  # then run, the ledger alone watching, so it names the arrays as written
+            pipeline(simulated)
+        return ledger
+    stream = default_stream()
+    launches = _direct(pipeline, stream)  # checked (and compiled) outside the capture
+    with Ledger(name) as ledger:  # the ledger alone watches the capture, so it names the arrays as written
+        graph = _record(pipeline, stream, name, watched=False)
+    graph.launches = launches
+    graph.close()
+    return ledger
+
+
+# --- honest timing -----------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _hold_kernel() -> Any:
+    from numba import cuda
+
+    @cuda.jit
+    def hold_stream(iterations):  # one thread sleeping: the stream stays busy, the SMs free
+        for _ in range(iterations):
+            cuda.nanosleep(1000)
+
+    return hold_stream
+
+
+@dataclass
+class CallTiming:
+    """How long one call (a replay, or a sequence of direct launches) takes, three ways.
+
+    ``host_us``: host time per call, issuing bursts of calls back to back (the GPU
+    keeps up at small n, so this is the cost of launching).  ``loop_ms``: CUDA events
+    around one call with the GPU idle before it, what a Python loop sees (launch cost
+    included).  ``gpu_ms``: CUDA events around one call queued behind a hold kernel,
+    so the launching is hidden and only the GPU's work is timed.
+    """
+
+    label: str
+    host_us: list[float]
+    loop_ms: list[float]
+    gpu_ms: list[float]
+    burst: int
+    hold_us: float
+
+    @property
+    def host_median_us(self) -> float:
+        return statistics.median(self.host_us)
+
+    @property
+    def loop_median_ms(self) -> float:
+        return statistics.median(self.loop_ms)
+
+    @property
+    def gpu_median_ms(self) -> float:
+        return statistics.median(self.gpu_ms)
+
+
+def host_us_per_call(call: Callable[[], object], stream: Any, *, burst: int = 50, repeats: int = 9) -> list[float]:
+    """Host microseconds per call: bursts of ``burst`` calls issued back to back, then a wait."""
+    samples = []
+    for _ in range(repeats):
+        stream.sync()
+        started = time.perf_counter()
+        for _ in range(burst):
+            call()
+        samples.append((time.perf_counter() - started) / burst * 1e6)
+        stream.sync()
+    return samples
+
+
+def time_calls(call: Callable[[], object], stream: Any, *, label: str = "", repeats: int = 25,
+               warmup: int = 3, burst: int = 50) -> CallTiming | None:
+    """Time ``call``, which queues GPU work on the ``cuda.core`` ``stream`` (a graph's, say).
+
+    Use the stream the work really runs on (``core().LEGACY_DEFAULT_STREAM`` for
+    Numba's, CuPy's and PyTorch's default stream), so that the events see it.
+    Returns ``None`` in the simulator, after saying why.
+    """
+    if is_simulator():
+        print(GRAPHS_NEED_GPU + ".")
+        return None
+    options = timing_event_options()
+    for _ in range(warmup):
+        call()
+    stream.sync()
+    host = host_us_per_call(call, stream, burst=burst)
+    hold_us = max(MIN_HOLD_US, 5 * statistics.median(host))
+    iterations = max(1, int(hold_us / us_per_hold_iteration()))
+    hold = _hold_kernel()
+    loop, gpu = [], []
+    for queued in (False, True):
+        for _ in range(repeats):
+            stream.sync()
+            if queued:
+                hold[1, 1, stream](iterations)
+            start = stream.record(options=options)
+            call()
+            end = stream.record(options=options)
+            end.sync()
+            (gpu if queued else loop).append(end - start)
+    return CallTiming(label, host, loop, gpu, burst, hold_us)

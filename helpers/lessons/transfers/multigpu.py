@@ -1,0 +1,364 @@
+"""Between cards: how many times must data move when the pipeline spans two GPUs.
+
+* :func:`peer_copy_bandwidth` -- one copy from GPU ``src`` to GPU ``dst``: directly over
+  the link between them when peer access can be enabled, otherwise staged through a
+  pinned host buffer; the result says which path was taken.
+* :func:`split_pipeline` -- the add kernel on GPU0, its intermediate ``t1`` copied to GPU1,
+  multiply and scale there; checked against NumPy, timed beside the three-kernel and
+  fused pipelines on GPU0, with the bytes that crossed counted by :func:`link_bytes`.
+* :func:`measure_two_gpus` gathers everything (plus the device-memory and host-link
+  bandwidths of each GPU) into one JSON-ready record; ``python -m helpers.lessons.transfers.multigpu``
+  writes it as ``results/<gpu>/two_gpus.json``.
+
+In the simulator, or with fewer than two GPUs, every measuring function prints why and
+returns ``None``: never a made-up number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Iterator, Sequence
+
+import numpy as np
+
+from helpers.backend import is_simulator
+from helpers.checks import check_close, poison, poisoned, random_inputs
+from helpers.device import banner
+from helpers.lessons.transfers.transfers import DIRECTIONS, transfer_bandwidth
+from helpers.pipeline import (
+    add_kernel,
+    multiply_kernel,
+    reference,
+    run_fused,
+    run_three_kernels,
+    scale_kernel,
+)
+from helpers.results import Record, save
+from helpers.sizes import BLOCK_SIZE, blocks_for, default_size
+from helpers.timing import Timing, copy_bandwidth, time_gpu
+
+NVLINK = re.compile(r"^NV(\d+)$")
+PCIE_PATHS = {  # the legend of `nvidia-smi topo -m`, in short
+    "PIX": "PCIe, through at most one PCIe switch",
+    "PXB": "PCIe, through several PCIe switches",
+    "PHB": "PCIe, through a host bridge (the CPU)",
+    "NODE": "PCIe, between host bridges within one NUMA node",
+    "SYS": "PCIe and the CPU interconnect between NUMA nodes",
+}
+
+
+def needs_two_gpus(found: int) -> str:
+    """The one message every two-GPU measurement gives when it cannot run."""
+    return f"needs two GPUs; found {found}"
+
+
+def gpu_count() -> int:
+    """CUDA devices visible to Numba (0 in the simulator, whose one fake GPU measures nothing)."""
+    if is_simulator():
+        return 0
+    from numba import cuda
+
+    return len(cuda.gpus)
+
+
+def _ready(src: int, dst: int) -> bool:
+    """True when GPUs ``src`` and ``dst`` exist and differ; otherwise say why and return False."""
+    found = gpu_count()
+    if found < 2:
+        print(f"skipped: {needs_two_gpus(found)}" + (" (the CUDA simulator)" if is_simulator() else ""))
+        return False
+    if src == dst or not (0 <= src < found and 0 <= dst < found):
+        raise ValueError(f"src and dst must be two different GPUs among 0..{found - 1}, got {src} and {dst}")
+    return True
+
+
+def _check_nbytes(nbytes: int) -> None:
+    if nbytes < 4 or nbytes % 4:
+        raise ValueError(f"nbytes must be a positive multiple of 4 (float32 elements), got {nbytes}")
+
+
+def peer_access(src: int, dst: int) -> bool:
+    """Whether GPU ``dst`` can read and write GPU ``src``'s memory directly (cuDeviceCanAccessPeer)."""
+    if gpu_count() < 2 or src == dst:
+        return False
+    from numba import cuda
+
+    return cuda.gpus[dst].get_primary_context().can_access_peer(src)
+
+
+def enable_peer_access(src: int, dst: int) -> bool:
+    """Let ``dst``'s context reach ``src``'s memory; False (after saying why) when it cannot."""
+    if not peer_access(src, dst):
+        print(f"no peer access from GPU{dst} to GPU{src}: copies are staged through the host")
+        return False
+    from numba import cuda
+    from numba.cuda.cudadrv.driver import CudaAPIError
+
+    with cuda.gpus[dst]:
+        try:
+            cuda.current_context().enable_peer_access(cuda.gpus[src].get_primary_context().handle)
+        except CudaAPIError as error:
+            if "ALREADY_ENABLED" not in str(error) and getattr(error, "code", None) != 704:
+                print(f"enabling peer access from GPU{dst} to GPU{src} failed ({error}): staging through the host")
+                return False
+    return True
+
+
+@contextlib.contextmanager
+def on_gpu(index: int) -> Iterator[None]:
+    """Make GPU ``index`` current for Numba, and for CuPy when installed (used by library copies)."""
+    from numba import cuda
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(cuda.gpus[index])
+        try:
+            import cupy
+
+            stack.enter_context(cupy.cuda.Device(index))
+        except ImportError:
+            pass
+        yield
+
+
+def parse_topology(text: str) -> dict[tuple[int, int], str]:
+    """The GPU-to-GPU matrix of ``nvidia-smi topo -m``: ``{(0, 1): "NV18", ...}``."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in text.splitlines()]
+    header = next((line.split() for line in lines if re.match(r"^\s+GPU0\b", line)), None)
+    if header is None:
+        raise ValueError("no header row starting with GPU0 in the `nvidia-smi topo -m` text")
+    gpus = [int(name[3:]) for name in header if re.fullmatch(r"GPU\d+", name)]
+    matrix = {}
+    for line in lines:
+        cells = line.split()
+        if cells and re.fullmatch(r"GPU\d+", cells[0]) and len(cells) > len(gpus):
+            row = int(cells[0][3:])
+            matrix.update({(row, col): cell for col, cell in zip(gpus, cells[1:]) if col != row})
+    if not matrix:
+        raise ValueError("no GPU rows in the `nvidia-smi topo -m` text")
+    return matrix
+
+
+def describe_link(code: str) -> dict[str, Any]:
+    """Kind (NVLink, PCIe, unknown) and a phrase for one cell of the topology matrix."""
+    match = NVLINK.match(code)
+    if match:
+        return {"code": code, "kind": "NVLink", "description": f"NVLink, {match.group(1)} bonded links"}
+    if code in PCIE_PATHS:
+        return {"code": code, "kind": "PCIe", "description": PCIE_PATHS[code]}
+    return {"code": code, "kind": "unknown", "description": f"unrecognised topology code {code!r}"}
+
+
+def link_between(src: int = 0, dst: int = 1) -> dict[str, Any]:
+    """The link ``nvidia-smi topo -m`` reports between two GPUs, or why it is not known.
+
+    nvidia-smi numbers GPUs by PCI bus; CUDA does too when ``CUDA_DEVICE_ORDER=PCI_BUS_ID``
+    (by default it puts the fastest first, the same order on a host of identical GPUs).
+    """
+    unknown = {"code": None, "kind": "unknown"}
+    if shutil.which("nvidia-smi") is None:
+        return {**unknown, "description": "nvidia-smi not found"}
+    try:
+        text = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=30, check=True).stdout
+        code = parse_topology(text).get((src, dst))
+    except (subprocess.SubprocessError, OSError, ValueError) as error:
+        return {**unknown, "description": f"`nvidia-smi topo -m` gave no matrix: {error}"}
+    return describe_link(code) if code else {**unknown, "description": f"GPU{src}-GPU{dst} not in the matrix"}
+
+
+def link_bytes(copied: Sequence[Any]) -> int:
+    """Bytes that crossed between GPUs: elements times item size, summed over the copied arrays."""
+    total = 0
+    for array in copied:
+        if not (hasattr(array, "shape") and hasattr(array, "dtype")):
+            raise TypeError(f"expected arrays (with shape and dtype), got {type(array).__name__}")
+        total += int(np.prod(array.shape, dtype=np.int64)) * np.dtype(array.dtype).itemsize
+    return total
+
+
+def _summary(timing: Timing, **extra: Any) -> dict[str, Any]:
+    return {"label": timing.label, "median_ms": timing.median_ms, "spread_ms": timing.spread_ms, **extra}
+
+
+def _cross(source: Any, target: Any, src: int, dst: int, peer: bool, staging: Any) -> None:
+    """Copy ``source`` (on ``src``) into ``target`` (on ``dst``); call with ``dst`` current."""
+    from numba import cuda
+
+    if peer:
+        target.copy_to_device(source)  # cuMemcpyDtoD between the two GPUs' addresses
+    else:
+        with cuda.gpus[src]:
+            source.copy_to_host(staging)  # synchronous: the host waits for GPU src
+        target.copy_to_device(staging)
+
+
+def peer_copy_bandwidth(nbytes: int, src: int = 0, dst: int = 1, repeats: int = 20,
+                        allow_peer: bool = True) -> dict[str, Any] | None:
+    """Copy ``nbytes`` from GPU ``src`` to GPU ``dst``: path, timing and GB/s (bytes one way).
+
+    ``allow_peer=False`` takes the path through the host even where the direct one exists.
+    """
+    _check_nbytes(nbytes)
+    if not _ready(src, dst):
+        return None
+    from numba import cuda
+
+    host = np.random.default_rng().random(nbytes // 4, dtype=np.float32)
+    peer = allow_peer and enable_peer_access(src, dst)
+    with on_gpu(src):
+        source = cuda.to_device(host)
+    with on_gpu(dst):
+        target = cuda.to_device(np.full_like(host, np.nan))
+        staging = None if peer else cuda.pinned_array(host.shape, dtype=np.float32)
+        copy: Callable[[], None] = lambda: _cross(source, target, src, dst, peer, staging)  # noqa: E731
+        copy()
+        cuda.synchronize()
+        if not np.array_equal(target.copy_to_host(), host):
+            raise RuntimeError(f"the copy GPU{src}->GPU{dst} did not arrive intact")
+        path = "peer (direct)" if peer else "staged through pinned host memory"
+        # A staged copy is host-synchronous: a hold kernel would hide its first half.
+        timing = time_gpu(copy, label=f"GPU{src}->GPU{dst}, {path}", repeats=repeats, hide_launch=peer)
+    if timing is None:  # time_gpu said why (only reachable with fake GPUs in the simulator)
+        return None
+    return _summary(timing, path=path, nbytes=nbytes, gbs=timing.bandwidth_gbs(nbytes))
+
+
+def split_pipeline(n: int, repeats: int = 20, src: int = 0, dst: int = 1) -> dict[str, Any] | None:
+    """``(a + b) * c / s`` with add on GPU ``src`` and multiply, scale on GPU ``dst``.
+
+    Timed (CUDA events on ``dst``, which waits for ``src``) beside the three-kernel and
+    fused pipelines on ``src`` alone; every result is checked against NumPy first.
+    """
+    if n <= 0:
+        raise ValueError(f"n must be positive, got {n}")
+    if not _ready(src, dst):
+        return None
+    from numba import cuda
+
+
+    a, b, c = random_inputs(n)
+    s = np.float32(1.5)
+    expected, blocks = reference(a, b, c, s), blocks_for(n)
+    peer = enable_peer_access(src, dst)
+    with on_gpu(src):
+        a0, b0, c0 = (cuda.to_device(x) for x in (a, b, c))
+        t1_0, t2_0, out_0 = poisoned(n), poisoned(n), poisoned(n)
+        added = cuda.event()
+    with on_gpu(dst):
+        c1, t1_1, t2_1, out_1 = cuda.to_device(c), poisoned(n), poisoned(n), poisoned(n)
+        go = cuda.event()
+    staging = None if peer else cuda.pinned_array(n, dtype=np.float32)
+
+    def split(copied: list[Any]) -> None:  # called with GPU dst current
+        go.record()
+        with cuda.gpus[src]:
+            go.wait()  # GPU src starts when dst's timing has started
+            add_kernel[blocks, BLOCK_SIZE](a0, b0, t1_0)
+            added.record()
+        added.wait()  # GPU dst waits for the add to finish
+        _cross(t1_0, t1_1, src, dst, peer, staging)
+        copied.append(t1_0)
+        multiply_kernel[blocks, BLOCK_SIZE](t1_1, c1, t2_1)
+        scale_kernel[blocks, BLOCK_SIZE](t2_1, s, out_1)
+
+    copied: list[Any] = []
+    with on_gpu(dst):
+        split(copied)
+        cuda.synchronize()
+        check_close(out_1, expected, name="out (split over two GPUs)")
+        timings = {"split": time_gpu(lambda: split([]), label="split: add on GPU0, multiply+scale on GPU1",
+                                     repeats=repeats, hide_launch=peer)}
+    with on_gpu(src):
+        singles = {"three kernels": lambda: run_three_kernels(a0, b0, c0, s, t1_0, t2_0, out_0),
+                   "fused": lambda: run_fused(a0, b0, c0, s, out_0)}
+        for label, run in singles.items():
+            poison(out_0)
+            run()
+            cuda.synchronize()
+            check_close(out_0, expected, name=f"out ({label}, one GPU)")
+            timings[label] = time_gpu(run, label=f"{label} on GPU{src}", repeats=repeats)
+    crossed = link_bytes(copied)
+    return {"n": n, "path": "peer (direct)" if peer else "staged through pinned host memory",
+            "link_bytes": crossed, "link_bytes_per_element": crossed / n,
+            "timings": {label: _summary(t) for label, t in timings.items() if t is not None}}
+
+
+def _device_name(index: int) -> str:
+    from numba import cuda
+
+    name = cuda.gpus[index].name
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+@dataclass(kw_only=True)
+class TwoGpus(Record):
+    """Every two-GPU figure: the link, peer and staged copies, each GPU's own bandwidths, the split pipeline."""
+
+    SCHEMA: ClassVar[str] = "two_gpus"
+    VERSION: ClassVar[int] = 1
+    devices: list[str]
+    link: dict[str, Any]
+    peer_access: dict[str, bool]
+    nbytes: int
+    peer_copy: dict[str, dict[str, Any]]
+    staged_copy: dict[str, dict[str, Any]]
+    device_copy_gbs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    host_link_pinned_gbs: dict[int, dict[str, float]] = field(default_factory=dict)
+    split_pipeline: dict[str, Any] | None = None
+
+
+def measure_two_gpus(nbytes: int = 2**28, n: int | None = None, repeats: int = 20) -> TwoGpus | None:
+    """Every two-GPU figure in one record (``None`` with fewer than two GPUs)."""
+    _check_nbytes(nbytes)
+    if not _ready(0, 1):
+        return None
+    record = TwoGpus(
+        devices=[_device_name(i) for i in range(gpu_count())],
+        link=link_between(0, 1),
+        peer_access={"0->1": peer_access(0, 1), "1->0": peer_access(1, 0)},
+        nbytes=nbytes,
+        peer_copy={f"{s}->{d}": peer_copy_bandwidth(nbytes, s, d, repeats) for s, d in ((0, 1), (1, 0))},
+        staged_copy={"0->1": peer_copy_bandwidth(nbytes, 0, 1, repeats, allow_peer=False)},
+    )
+    for gpu in (0, 1):
+        with on_gpu(gpu):
+            measured = copy_bandwidth(nbytes // 4, repeats=repeats)
+            assert measured is not None
+            record.device_copy_gbs[gpu] = {"label": measured[0].label, "gbs": measured[1]}
+            record.host_link_pinned_gbs[gpu] = {
+                d: transfer_bandwidth(d, "pinned", nbytes, repeats)[1] for d in DIRECTIONS}  # type: ignore[index]
+    record.split_pipeline = split_pipeline(n or default_size(), repeats)
+    return record
+
+
+def main() -> int:
+    """``python -m helpers.lessons.transfers.multigpu``: measure, write ``two_gpus.json``, print a short table."""
+
+    print(banner())
+    found = gpu_count()
+    if found < 2:
+        print(f"{needs_two_gpus(found)}: nothing measured, nothing written")
+        return 0
+    record = measure_two_gpus()
+    assert record is not None
+    path = save(record)
+    print(f"{' and '.join(record.devices[:2])}; link: {record.link['description']}")
+    for way, row in [*record.peer_copy.items(), *record.staged_copy.items()]:
+        print(f"  GPU{way} copy      {row['gbs']:8.1f} GB/s  ({row['path']})")
+    for gpu, row in record.device_copy_gbs.items():
+        print(f"  GPU{gpu} device copy  {row['gbs']:8.1f} GB/s  (read + write)")
+        for way, gbs in record.host_link_pinned_gbs[gpu].items():
+            print(f"  GPU{gpu} {way:13s} {gbs:8.1f} GB/s  (pinned)")
+    split = record.split_pipeline or {"timings": {}, "link_bytes": 0, "link_bytes_per_element": 0}
+    for row in split["timings"].values():
+        print(f"  {row['label']:45s} {row['median_ms']:.3f} ms")
+    print(f"  bytes across the link: {split['link_bytes']:,} ({split['link_bytes_per_element']:g} per element)")
+    print("wrote", path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,296 @@
+"""Measured figures quoted in the lessons' markdown, each tied to the data it comes from.
+
+A markdown cell that quotes a measured number puts a marker right after it::
+
+    the fused kernel is 2.27×<!-- fig: speedup_loop_2_28 --> faster
+    the PTX has 3<!-- out: fused_global_loads --> loads
+
+The marker is an HTML comment, so a reader never sees it.  ``fig: NAME`` names a
+function in :data:`FIGURES` that computes the number from a committed result in
+``results/h200/``; ``out: NAME`` names a pattern in :data:`OUTPUTS` whose first
+group is found in the notebook's own committed outputs.  :func:`check_markdown`
+compares the quoted number with the computed one at the precision it is quoted
+(``2.27`` must round from the data to 2.27, ``4,500`` to 4,500; a leading ``~`` or
+``about`` allows 5%, or one unit of the last digit); ``fig<=: NAME`` and ``fig>=: NAME``
+mark a bound ("at most 10%", "at least 75%") and returns one line per disagreement; ``tests/test_prose_figures.py``
+runs it over every lesson; ``python scripts/prose_figures.py`` does the same from the
+command line and lists every figure with its value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from helpers.lessons.roofline import ceiling
+from helpers.results import RESULTS_DIR
+
+MARKER = re.compile(r"<!--\s*(fig|fig<=|fig>=|out):\s*([\w.]+)\s*-->")
+# The number a marker belongs to: the last one before it, with optional ~, thousands commas and decimals.
+NUMBER = re.compile(r"(~|about )?(-?\d[\d,]*(?:\.\d+)?)(?:e(-?\d+))?[^\d<>]{0,12}$")
+APPROX = 0.05
+
+FIGURES: dict[str, Callable[[], float]] = {}
+OUTPUTS: dict[str, str] = {}
+
+
+def figure(name: str) -> Callable[[Callable[[], float]], Callable[[], float]]:
+    """Register a function computing one quoted figure from committed results."""
+
+    def register(fn: Callable[[], float]) -> Callable[[], float]:
+        FIGURES[name] = fn
+        return fn
+
+    return register
+
+
+def committed(name: str, folder: Path | None = None) -> dict:
+    """A committed H200 result as plain JSON."""
+    return json.loads(((folder or RESULTS_DIR / "h200") / f"{name}.json").read_text())
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A number as written in prose: its value, its decimals, and whether it is marked approximate."""
+
+    value: float
+    decimals: int
+    approximate: bool
+
+    def agrees(self, actual: float) -> bool:
+        """True when ``actual`` is what this quote says, at the precision it is written."""
+        if self.approximate:  # within 5%, or one unit of the last digit written, whichever is wider
+            return abs(actual - self.value) <= max(APPROX * abs(self.value), 10.0 ** -self.decimals)
+        return round(actual, self.decimals) == round(self.value, self.decimals)
+
+
+def parse_quote(text_before: str) -> Quote | None:
+    """The number just before a marker (``text_before`` ends where the marker starts)."""
+    m = NUMBER.search(text_before[-40:])
+    if m is None:
+        return None
+    digits = m.group(2).replace(",", "")
+    decimals = len(digits.split(".")[1]) if "." in digits else 0
+    value = float(digits)
+    if m.group(3):
+        value *= 10 ** int(m.group(3))
+        decimals -= int(m.group(3))
+    return Quote(value, decimals, bool(m.group(1)))
+
+
+def check_markdown(text: str, outputs: str = "", figures: dict[str, Callable[[], float]] | None = None,
+                   patterns: dict[str, str] | None = None) -> list[str]:
+    """Every marker in ``text`` whose quoted number disagrees with its source, one line each."""
+    figures = FIGURES if figures is None else figures
+    patterns = OUTPUTS if patterns is None else patterns
+    problems = []
+    for m in MARKER.finditer(text):
+        kind, name = m.groups()
+        quote = parse_quote(text[: m.start()])
+        context = text[max(0, m.start() - 50): m.start()].replace("\n", " ")
+        if quote is None:
+            problems.append(f"no number before the marker {m.group(0)!r} ({context!r})")
+            continue
+        if kind.startswith("fig"):
+            if name not in figures:
+                problems.append(f"unknown figure {name!r}")
+                continue
+            actual = figures[name]()
+        else:
+            if name not in patterns:
+                problems.append(f"unknown output pattern {name!r}")
+                continue
+            found = re.search(patterns[name], outputs)
+            if found is None:
+                problems.append(f"output pattern {name!r} not found in the notebook's outputs")
+                continue
+            actual = float(next(g for g in found.groups() if g is not None).replace(",", ""))
+        if kind == "fig<=" or kind == "fig>=":  # the quote is a bound: "at most 10%", "at least 75%"
+            if (actual > quote.value) if kind == "fig<=" else (actual < quote.value):
+                problems.append(f"{context!r}: quoted a bound of {quote.value:g}, the data say {actual:.6g} ({kind}: {name})")
+        elif not quote.agrees(actual):
+            problems.append(f"{context!r}: quoted {quote.value:g}, the data say {actual:.6g} ({kind}: {name})")
+    return problems
+
+
+def marked_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the numbers that carry a marker (for finding unmarked figures)."""
+    spans = []
+    for m in MARKER.finditer(text):
+        q = NUMBER.search(text[max(0, m.start() - 40): m.start()])
+        if q:
+            start = max(0, m.start() - 40) + q.start()
+            spans.append((start, m.start()))
+    return spans
+
+
+# Measured figures in prose: numbers with one of these units must carry a marker.
+MEASURED = re.compile(r"(?<![\w.^])~?\d[\d,]*(?:\.\d+)?(?:\s*(?:µs|ms|GB/s|TB/s|%)|×)")
+
+
+def unmarked_figures(text: str, allowed: tuple[str, ...] = ()) -> list[str]:
+    """Numbers with a unit of time, bandwidth, percent or ratio that carry no marker."""
+    spans = marked_spans(text)
+    found = []
+    for m in MEASURED.finditer(text):
+        if any(a <= m.start() < b for a, b in spans) or m.group(0).strip() in allowed:
+            continue
+        found.append(m.group(0))
+    return found
+
+
+# --- the figures --------------------------------------------------------------------
+
+# Patterns found in a notebook's own outputs (first group that matched is the number).
+OUTPUTS.update({
+    "fma_8_to_32": r"8 -> 32 FMAs per element: runtime x(\d+\.\d+)|: x(\d+\.\d+) at 32,",
+    "speedup_03": r"from bytes, measured (\d+\.\d+)x",
+})
+
+
+@figure("hbm_bound_tbs")
+def _hbm_bound_tbs() -> float:
+    return ceiling.bound_gbs() / 1e3
+
+
+@figure("best_3to1_gbs")
+def _best_3to1() -> float:
+    return ceiling.best_measured("3:1").gbs
+
+
+@figure("best_3to1_pct_bound")
+def _best_3to1_pct() -> float:
+    return 100 * ceiling.best_measured("3:1").gbs / ceiling.bound_gbs()
+
+
+@figure("best_1to1_gbs")
+def _best_1to1() -> float:
+    return ceiling.best_measured("1:1").gbs
+
+
+@figure("best_1to1_pct_bound")
+def _best_1to1_pct() -> float:
+    return 100 * ceiling.best_measured("1:1").gbs / ceiling.bound_gbs()
+
+
+@figure("torch_compile_max_abs_diff")
+def _compile_diff() -> float:
+    rows = committed("fuser_vs_torch_compile")["rows"]
+    diffs = [r["torch_compile_max_abs_diff"] for r in rows if "torch_compile_max_abs_diff" in r]
+    diffs += [c["max_abs_diff"] for r in rows for k, c in r.get("contenders", {}).items() if "compile" in k]
+    return float(max(diffs))
+
+
+def _roofline_row(n: int = 2**28) -> dict:
+    return committed("roofline")["runs"][str(n)]
+
+
+def _best_3to1_at(row: dict) -> float:
+    return max(row[k]["gbs"] for k in ("stream3", "stream3_torch_compile") if row.get(k) and row[k].get("gbs"))
+
+
+@figure("naive_pct_best")
+def _naive_pct_best() -> float:
+    row = _roofline_row()
+    return 100 * row["variants"]["naive"]["gbs"] / _best_3to1_at(row)
+
+
+def _sweep_speedup(mode: str, n: int = 2**28) -> float:
+    times = {m["implementation"]: m["median_ms"] for m in committed("bench_sweep")["measurements"]
+             if m["n"] == n and m["mode"] == mode}
+    return times["numba three kernels"] / times["numba fused"]
+
+
+@figure("speedup_loop_2_28")
+def _speedup_loop() -> float:
+    return _sweep_speedup("loop")
+
+
+@figure("speedup_cold_2_28")
+def _speedup_cold() -> float:
+    return _sweep_speedup("gpu_cold")
+
+
+
+def notebook_outputs(nb: dict) -> str:
+    """The text of every committed output of a notebook (JSON as nbformat writes it)."""
+    texts = []
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []):
+            text = out.get("text") if out.get("output_type") == "stream" else out.get("data", {}).get("text/plain")
+            if text:
+                texts.append("".join(text) if isinstance(text, list) else text)
+    return "\n".join(texts)
+
+
+def check_notebook(path: Path) -> list[str]:
+    """Every disagreement between a notebook's marked figures and their data, as ``c<cell>: ...``."""
+    nb = json.loads(Path(path).read_text())
+    outputs = notebook_outputs(nb)
+    return [f"c{i}: {p}" for i, cell in enumerate(nb["cells"]) if cell["cell_type"] == "markdown"
+            for p in check_markdown("".join(cell["source"]), outputs)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python scripts/prose_figures.py [NOTEBOOK ...]``: check the marked figures; list the registered ones."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python scripts/prose_figures.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks to check (default: every lesson)")
+    args = parser.parse_args(argv)
+    for name, fn in sorted(FIGURES.items()):
+        print(f"{name:28s} {fn():.6g}")
+    paths = args.notebooks or sorted((RESULTS_DIR.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    problems = [f"{p.name} {line}" for p in paths for line in check_notebook(p)]
+    print("\n".join(problems) or f"every marked figure in {len(paths)} notebooks agrees with its data")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+# --- the opening page's claims, measured (results/h200/seed_claims.json) ---------------
+
+
+def _seed() -> dict:
+    return committed("seed_claims")
+
+
+def _seed_kernels(field: str) -> list[float]:
+    return [k[field] for k in _seed()["kernels"] if k.get(field) is not None]
+
+
+@figure("seed_lanes")
+def _seed_lanes() -> float:
+    return float(_seed()["lanes"]["lanes"])
+
+
+@figure("seed_fma_max")
+def _seed_fma_max() -> float:
+    return max(_seed_kernels("fma_pipe_pct"))
+
+
+@figure("seed_issue_max")
+def _seed_issue_max() -> float:
+    return max(_seed_kernels("issue_active_pct"))
+
+
+@figure("seed_dram_busy_min")
+def _seed_dram_min() -> float:
+    return min(_seed_kernels("dram_throughput_pct"))
+
+
+@figure("seed_dram_busy_max")
+def _seed_dram_max() -> float:
+    return max(_seed_kernels("dram_throughput_pct"))
+
+
+@figure("seed_stall_min_share")
+def _seed_stall_share() -> float:
+    shares = [100 * k["stalls_per_issue"]["long_scoreboard"] / sum(k["stalls_per_issue"].values())
+              for k in _seed()["kernels"] if k.get("stalls_per_issue")]
+    return min(shares)
