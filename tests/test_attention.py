@@ -79,7 +79,9 @@ FLOAT32_ONLY = r'''
 import re
 import helpers
 from numba import cuda, float32, boolean
-from helpers import attention as at, softmax as sm, optim as op
+from helpers.lessons.attention import attention as at
+from helpers.lessons.optimizer import optim as op
+from helpers.lessons.softmax import softmax as sm
 A, M, V, s = float32[:, :, ::1], float32[:, ::1], float32[::1], float32
 kernels = [(at.make_flash_attention_kernel(64, 64, 64, True), (A, A, A, A, s)), (at.scores_kernel, (A, A, M, s, boolean)),
            (at.weighted_sum_kernel, (M, A, A)), (sm.make_softmax_kernel(1000, 128), (M, M)),
