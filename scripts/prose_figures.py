@@ -11,7 +11,9 @@ function in :data:`FIGURES` that computes the number from a committed result in
 group is found in the notebook's own committed outputs.  :func:`check_markdown`
 compares the quoted number with the computed one at the precision it is quoted
 (``2.27`` must round from the data to 2.27, ``4,500`` to 4,500; a leading ``~`` or
-``about`` allows 5%, or one unit of the last digit); ``fig<=: NAME`` and ``fig>=: NAME``
+``about`` rounds at the precision written, where the zeros that end a whole number of three digits
+or more are not significant: ``about 2.3`` takes 2.25 to 2.35, ``about 2.27`` only 2.265 to 2.275,
+``about 4,500`` 4,450 to 4,550); ``fig<=: NAME`` and ``fig>=: NAME``
 mark a bound ("at most 10%", "at least 75%") and returns one line per disagreement; ``tests/test_prose_figures.py``
 runs it over every lesson; ``python scripts/prose_figures.py`` does the same from the
 command line and lists every figure with its value.
@@ -31,7 +33,6 @@ from helpers.results import RESULTS_DIR
 MARKER = re.compile(r"<!--\s*(fig|fig<=|fig>=|out):\s*([\w.]+)\s*-->")
 # The number a marker belongs to: the last one before it, with optional ~, thousands commas and decimals.
 NUMBER = re.compile(r"(~|about )?(-?\d[\d,]*(?:\.\d+)?)(?:e(-?\d+))?[^\d<>]{0,12}$")
-APPROX = 0.05
 
 FIGURES: dict[str, Callable[[], float]] = {}
 OUTPUTS: dict[str, str] = {}
@@ -59,11 +60,12 @@ class Quote:
     value: float
     decimals: int
     approximate: bool
+    unit: float = 0.0  # one unit of the last significant digit: 0.01 for 2.27, 100 for 4,500, 1 for 10
 
     def agrees(self, actual: float) -> bool:
         """True when ``actual`` is what this quote says, at the precision it is written."""
-        if self.approximate:  # within 5%, or one unit of the last digit written, whichever is wider
-            return abs(actual - self.value) <= max(APPROX * abs(self.value), 10.0 ** -self.decimals)
+        if self.approximate:  # "about": what rounds to the quote at its last significant digit
+            return abs(actual - self.value) <= self.unit / 2 * (1 + 1e-9)
         return round(actual, self.decimals) == round(self.value, self.decimals)
 
 
@@ -78,7 +80,9 @@ def parse_quote(text_before: str) -> Quote | None:
     if m.group(3):
         value *= 10 ** int(m.group(3))
         decimals -= int(m.group(3))
-    return Quote(value, decimals, bool(m.group(1)))
+    whole = digits.split(".")[0].lstrip("-")
+    zeros = len(whole) - len(whole.rstrip("0")) if "." not in digits and len(whole) >= 3 else 0
+    return Quote(value, decimals, bool(m.group(1)), 10.0 ** (zeros - decimals))
 
 
 def check_markdown(text: str, outputs: str = "", figures: dict[str, Callable[[], float]] | None = None,
