@@ -298,3 +298,78 @@ def _seed_stall_share() -> float:
     shares = [100 * k["stalls_per_issue"]["long_scoreboard"] / sum(k["stalls_per_issue"].values())
               for k in _seed()["kernels"] if k.get("stalls_per_issue")]
     return min(shares)
+
+
+# --- notebook 02 ---------------------------------------------------------------------
+# The timing table and the FMA sweep print only on a GPU; the prose quotes the committed H200 run of the
+# same kernels at the same size (bytes_in_flight.json: add, multiply, scale, copy at n = 2^26 + 3, GPU time).
+
+OUTPUTS.update({
+    "nb02_knee_fmas": r"knee at ~(\d+) FMAs per element",
+    "nb02_fma_at_knee": r"x(\d+\.\d+) at \d+ \(the measured point nearest the knee\)",
+    "nb02_fma_doubling": r"\d+ -> \d+: x(\d+\.\d+)",
+    "nb02_fma_8_over_floor": r"at 8 FMAs per element the kernel takes (\d+\.\d+)x its memory floor",
+    "nb02_fma_pct_peak": r"(\d+)% of the model's peak",
+})
+
+
+def _inflight_kernel(name: str) -> dict:
+    return next(k for k in committed("bytes_in_flight")["kernels"] if k["name"] == name)
+
+
+def _inflight_floor_ratio(name: str) -> float:
+    """Measured time over the floor (bytes moved / the datasheet bound)."""
+    k = _inflight_kernel(name)
+    floor_ms = 4 * (k["reads"] + k["writes"]) * k["n"] / (ceiling.bound_gbs() * 1e9) * 1e3
+    return k["median_ms"] / floor_ms
+
+
+@figure("nb02_copy_min_gbs")
+def _nb02_copy_min() -> float:
+    return min(b.gbs for b in ceiling.candidates("1:1"))
+
+
+@figure("nb02_scale_over_copy")
+def _nb02_scale_over_copy() -> float:
+    return _inflight_kernel("scale")["median_ms"] / _inflight_kernel("copy")["median_ms"]
+
+
+@figure("nb02_add_over_floor")
+def _nb02_add_over_floor() -> float:
+    return _inflight_floor_ratio("add")
+
+
+@figure("nb02_scale_over_floor")
+def _nb02_scale_over_floor() -> float:
+    return _inflight_floor_ratio("scale")
+
+
+@figure("nb02_copy_kernel_over_floor")
+def _nb02_copy_over_floor() -> float:
+    return _inflight_floor_ratio("copy")
+
+
+@figure("nb02_add_pct_bound")
+def _nb02_add_pct() -> float:
+    return 100 * _inflight_kernel("add")["gbs"] / ceiling.bound_gbs()
+
+
+@figure("nb02_multiply_pct_bound")
+def _nb02_multiply_pct() -> float:
+    return 100 * _inflight_kernel("multiply")["gbs"] / ceiling.bound_gbs()
+
+
+@figure("nb02_scale_pct_bound")
+def _nb02_scale_pct() -> float:
+    return 100 * _inflight_kernel("scale")["gbs"] / ceiling.bound_gbs()
+
+
+@figure("nb02_copy_kernel_pct_bound")
+def _nb02_copy_kernel_pct() -> float:
+    return 100 * _inflight_kernel("copy")["gbs"] / ceiling.bound_gbs()
+
+
+@figure("nb02_add_dram_busy")
+def _nb02_add_dram_busy() -> float:
+    return next(k["dram_throughput_pct"] for k in _seed()["kernels"] if k["kernel"] == "add_kernel")
+
