@@ -373,3 +373,52 @@ def _nb02_copy_kernel_pct() -> float:
 def _nb02_add_dram_busy() -> float:
     return next(k["dram_throughput_pct"] for k in _seed()["kernels"] if k["kernel"] == "add_kernel")
 
+
+# --- notebook 03 ---------------------------------------------------------------------
+# The timing prints only on a GPU; the prose quotes the committed H200 run of the same two pipelines at the
+# same size (bytes_in_flight.json "pipelines": three kernels and fused, 4-byte and 16-byte accesses, GPU time).
+
+
+def _inflight_pipeline(name: str) -> dict:
+    return next(p for p in committed("bytes_in_flight")["pipelines"] if p["name"] == name)
+
+
+def _inflight_pipeline_gbs(name: str) -> float:
+    p = _inflight_pipeline(name)
+    return p["bytes_per_element"] * p["n"] / (p["median_ms"] * 1e-3) / 1e9
+
+
+@figure("nb03_speedup")
+def _nb03_speedup() -> float:
+    return _inflight_pipeline("three kernels, 4-byte")["median_ms"] / _inflight_pipeline("fused, 4-byte")["median_ms"]
+
+
+@figure("nb03_speedup_16byte")
+def _nb03_speedup_16() -> float:
+    return _inflight_pipeline("three kernels, 16-byte")["median_ms"] / _inflight_pipeline("fused, 16-byte")["median_ms"]
+
+
+@figure("nb03_three_us")
+def _nb03_three_us() -> float:
+    return 1e3 * _inflight_pipeline("three kernels, 4-byte")["median_ms"]
+
+
+@figure("nb03_fused_us")
+def _nb03_fused_us() -> float:
+    return 1e3 * _inflight_pipeline("fused, 4-byte")["median_ms"]
+
+
+@figure("nb03_three_gbs")
+def _nb03_three_gbs() -> float:
+    return _inflight_pipeline_gbs("three kernels, 4-byte")
+
+
+@figure("nb03_fused_gbs")
+def _nb03_fused_gbs() -> float:
+    return _inflight_pipeline_gbs("fused, 4-byte")
+
+
+@figure("nb03_eager_max_abs_diff")
+def _nb03_eager_diff() -> float:
+    return float(_seed()["compile"]["max_abs_diff_eager_vs_numpy"])
+
