@@ -422,3 +422,83 @@ def _nb03_fused_gbs() -> float:
 def _nb03_eager_diff() -> float:
     return float(_seed()["compile"]["max_abs_diff_eager_vs_numpy"])
 
+
+# --- notebook 04 ---------------------------------------------------------------------
+# ncu_dram.json (both pipelines at five sizes, L2 flushed "all" or kept "none") and ncu_corpus.json (2^26, L2 kept).
+
+
+def _ncu_launches(mode: str) -> list[dict]:
+    return committed("ncu_dram")["modes"][mode]["launches"]
+
+
+def _flushed_write_shortfalls_mb(from_n: int = 2**24) -> list[float]:
+    """Counted minus ncu-measured DRAM writes per launch, L2 flushed before each kernel, arrays of at least from_n."""
+    return [(r["ledger_bytes_written"] - r["ncu_dram_bytes_written"]) / 1e6 for r in _ncu_launches("all")
+            if r["n"] >= from_n]
+
+
+@figure("nb04_fused_2_22_kept_mb")
+def _nb04_fused_2_22_kept() -> float:
+    r = next(r for r in _ncu_launches("none") if r["n"] == 2**22 and r["kernel"] == "fused_kernel")
+    return (r["ncu_dram_bytes_read"] + r["ncu_dram_bytes_written"]) / 1e6
+
+
+@figure("nb04_flushed_write_short_min_mb")
+def _nb04_short_min() -> float:
+    return min(_flushed_write_shortfalls_mb())
+
+
+@figure("nb04_flushed_write_short_max_mb")
+def _nb04_short_max() -> float:
+    return max(_flushed_write_shortfalls_mb())
+
+
+@figure("nb04_flushed_write_short_2_28_max_pct")
+def _nb04_short_2_28_pct() -> float:
+    return max(100 * (r["ledger_bytes_written"] - r["ncu_dram_bytes_written"]) / r["ledger_bytes_written"]
+               for r in _ncu_launches("all") if r["n"] == 2**28)
+
+
+@figure("nb04_add_2_24_flushed_write_short_mb")
+def _nb04_add_2_24_short() -> float:
+    r = next(r for r in _ncu_launches("all") if r["n"] == 2**24 and r["kernel"] == "add_kernel")
+    return (r["ledger_bytes_written"] - r["ncu_dram_bytes_written"]) / 1e6
+
+
+def _agreement_worst(mode: str) -> float:
+    return committed("ncu_dram")["agreement_check"]["by_cache_policy"][mode]["worst"]["ratio"]
+
+
+@figure("nb04_flushed_worst_short_pct")
+def _nb04_flushed_worst() -> float:
+    return 100 * (1 - _agreement_worst("all"))
+
+
+@figure("nb04_kept_worst_short_pct")
+def _nb04_kept_worst() -> float:
+    return 100 * (1 - _agreement_worst("none"))
+
+
+def _corpus_launch(kernel: str) -> dict:
+    return next(r for r in committed("ncu_corpus")["launches"] if r["kernel"] == kernel)
+
+
+@figure("nb04_three_point_ratio")
+def _nb04_three_point() -> float:
+    return _corpus_launch("three_point_interior")["ratio"]
+
+
+@figure("nb04_five_point_ratio")
+def _nb04_five_point() -> float:
+    return _corpus_launch("five_point_interior")["ratio"]
+
+
+@figure("nb04_block_max_ratio")
+def _nb04_block_max() -> float:
+    return _corpus_launch("block_max")["ratio"]
+
+
+@figure("nb04_block_max_extra_write_mb")
+def _nb04_block_max_extra() -> float:
+    r = _corpus_launch("block_max")
+    return (r["ncu_dram_bytes_written"] - r["ledger_bytes_written"]) / 1e6
