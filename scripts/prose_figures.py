@@ -253,10 +253,6 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if problems else 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 # --- the opening page's claims, measured (results/h200/seed_claims.json) ---------------
 
 
@@ -502,3 +498,190 @@ def _nb04_block_max() -> float:
 def _nb04_block_max_extra() -> float:
     r = _corpus_launch("block_max")
     return (r["ncu_dram_bytes_written"] - r["ledger_bytes_written"]) / 1e6
+
+# --- notebook 05 ---------------------------------------------------------------------------
+# (the sweep, results/h200/bench_sweep.json, and the notebook's own printed lines)
+
+
+def _sweep_row(implementation: str, mode: str, n: int) -> dict:
+    return next(m for m in committed("bench_sweep")["measurements"]
+                if m["implementation"] == implementation and m["mode"] == mode and m["n"] == n)
+
+
+def _sweep_us(implementation: str, mode: str, n: int) -> float:
+    return 1e3 * _sweep_row(implementation, mode, n)["median_ms"]
+
+
+for _name, _impl, _mode, _n in [
+    ("nb05_fused_loop_2_11_us", "numba fused", "loop", 2**11),
+    ("nb05_fused_loop_2_13_us", "numba fused", "loop", 2**13),
+    ("nb05_three_loop_2_12_us", "numba three kernels", "loop", 2**12),
+    ("nb05_three_loop_2_13_us", "numba three kernels", "loop", 2**13),
+    ("nb05_three_loop_2_14_us", "numba three kernels", "loop", 2**14),
+    ("nb05_three_gpu_2_10_us", "numba three kernels", "gpu", 2**10),
+    ("nb05_fused_gpu_2_10_us", "numba fused", "gpu", 2**10),
+    ("nb05_fused_gpu_2_21_us", "numba fused", "gpu", 2**21),
+    ("nb05_fused_cold_2_21_us", "numba fused", "gpu_cold", 2**21),
+    ("nb05_three_gpu_2_21_us", "numba three kernels", "gpu", 2**21),
+    ("nb05_three_cold_2_21_us", "numba three kernels", "gpu_cold", 2**21),
+]:
+    figure(_name)(lambda impl=_impl, mode=_mode, n=_n: _sweep_us(impl, mode, n))
+
+
+@figure("nb05_fused_loop_2_12_min_us")
+def _nb05_fused_2_12_min() -> float:
+    return 1e3 * min(_sweep_row("numba fused", "loop", 2**12)["samples_ms"])
+
+
+@figure("nb05_fused_loop_2_12_max_us")
+def _nb05_fused_2_12_max() -> float:
+    return 1e3 * max(_sweep_row("numba fused", "loop", 2**12)["samples_ms"])
+
+
+@figure("nb05_best_over_fused_loop_small")
+def _nb05_best_over_fused() -> float:
+    """The median, over 2^10..2^20, of the best variant's Python-loop time over the plain fused kernel's."""
+    import statistics
+
+    ratios = [_sweep_us("numba fused (best)", "loop", 2**k) / _sweep_us("numba fused", "loop", 2**k)
+              for k in range(10, 21)]
+    return statistics.median(ratios)
+
+
+OUTPUTS.update({
+    "nb05_rate_fused_gbs": r"fused moves its bytes at ([\d,]+) GB/s",
+    "nb05_rate_three_gbs": r"three kernels at ([\d,]+) GB/s: bytes ratio",
+    "nb05_loop_2_10": r"Python loop\s+three/fused: (\d+\.\d+)x at 2\^10",
+    "nb05_warm_highest": r"L2 warm\s+three/fused:.*highest (\d+\.\d+)x at 2\^21",
+    "nb05_loop_lowest": r"Python loop\s+three/fused:.*lowest (\d+\.\d+)x at 2\^12",
+    "nb05_loop_highest": r"Python loop\s+three/fused:.*highest (\d+\.\d+)x at 2\^13",
+    "nb05_best_pct_best3": r"numba fused \(best\)\s+[\d,]+ GB/s = [\d.]+% of the bound\s+([\d.]+)% of the best 3:1",
+    "nb05_compile_pct_best3": r"torch\.compile\s+[\d,]+ GB/s = [\d.]+% of the bound\s+([\d.]+)% of the best 3:1",
+    "nb05_fused_pct_best3": r"numba fused\s+[\d,]+ GB/s = [\d.]+% of the bound\s+([\d.]+)% of the best 3:1",
+    "nb05_cupy_pct_best3": r"cupy ElementwiseKernel\s+[\d,]+ GB/s = [\d.]+% of the bound\s+([\d.]+)% of the best 3:1",
+    "nb05_torch_eager_gbs": r"torch eager\s+([\d,]+) GB/s = ",
+    "nb05_copy_gbs": r"device copy\s+([\d,]+) GB/s = ",
+    "nb05_fused_2_20_us": r"numba fused\s+([\d.]+) µs",
+    "nb05_fused_graph_2_20_us": r"numba fused \+ graph\s+([\d.]+) µs",
+    "nb05_best_loop_up_to": r"Python loop: numba fused \(best\) is slower .* \(by up to (\d+\.\d+)x\)",
+    "nb05_best_gpu_up_to": r"L2 warm: numba fused \(best\) is slower .* \(by up to (\d+\.\d+)x\)",
+    "nb05_add_issue_us": r"numba add, lazy @cuda\.jit\s+([\d.]+) µs",
+    "nb05_fused_issue_us": r"numba fused, lazy @cuda\.jit\s+([\d.]+) µs",
+    "nb05_cupy_issue_us": r"cupy ElementwiseKernel \(add\)\s+([\d.]+) µs",
+    "nb05_torch_issue_us": r"torch\.add\(out=\)\s+([\d.]+) µs",
+    "nb05_explicit_add_us": r"explicit signature, add: issue ([+-]\d+\.\d+) µs",
+    "nb05_explicit_fused_us": r"explicit signature, fused: issue ([+-]\d+\.\d+) µs",
+})
+
+
+# --- notebook 06 ---------------------------------------------------------------------------
+# (the fuser against torch.compile, results/h200/fuser_vs_torch_compile.json, and live timings)
+
+
+def _fuser_row(n: int) -> dict:
+    return next(r for r in committed("fuser_vs_torch_compile")["rows"] if r["n"] == n)
+
+
+for _name, _who, _what, _n in [
+    ("nb06_compile_gpu_2_28_us", "torch.compile", "gpu_ms", 2**28),
+    ("nb06_hand_gpu_2_28_us", "hand-written", "gpu_ms", 2**28),
+    ("nb06_compile_host_2_20_us", "torch.compile", "host_us", 2**20),
+    ("nb06_fuser_host_2_20_us", "fuser", "host_us", 2**20),
+    ("nb06_hand_host_2_20_us", "hand-written", "host_us", 2**20),
+    ("nb06_compile_host_2_28_us", "torch.compile", "host_us", 2**28),
+    ("nb06_hand_host_2_28_us", "hand-written", "host_us", 2**28),
+]:
+    figure(_name)(lambda who=_who, what=_what, n=_n:
+                  _fuser_row(n)["contenders"][who][what] * (1e3 if what == "gpu_ms" else 1.0))
+
+
+OUTPUTS.update({
+    "nb06_hand_fused_speedup": r"hand-fused is (\d+\.\d+)x faster",
+    "nb06_sgd_speedup": r"speed-up (\d+\.\d+)x, bytes predict",
+    "nb06_sgd_bytes_predict": r"speed-up [\d.]+x, bytes predict (\d+(?:\.\d+)?)x",
+})
+
+
+# --- notebook 07 ---------------------------------------------------------------------------
+# (results/h200/roofline.json at 2^28: % of the bound and of the best 3:1 measurement)
+
+
+def _nb07_pct_best(name: str) -> float:
+    row = _roofline_row()
+    entry = row["variants"][name] if name in row["variants"] else row[name]
+    return 100 * entry["gbs"] / _best_3to1_at(row)
+
+
+@figure("nb07_naive_pct_bound")
+def _nb07_naive_pct_bound() -> float:
+    return 100 * _roofline_row()["variants"]["naive"]["gbs"] / ceiling.bound_gbs()
+
+
+@figure("nb07_naive_gap_pct_best")
+def _nb07_naive_gap() -> float:
+    return 100 - _nb07_pct_best("naive")
+
+
+@figure("nb07_best3_spread_pct")
+def _nb07_best3_spread() -> float:
+    """The best 3:1 kernel's interquartile range, as a percentage of its median, at 2^28."""
+    row = _roofline_row()
+    best = max((row[k] for k in ("stream3", "stream3_torch_compile") if row.get(k) and row[k].get("gbs")),
+               key=lambda e: e["gbs"])
+    return 100 * best["iqr_ms"] / best["median_ms"]
+
+
+@figure("nb07_scalar_best_pct_best")
+def _nb07_scalar_best() -> float:
+    return max(_nb07_pct_best(name) for name in ("grid_stride", "ilp4", "streaming"))
+
+
+@figure("nb07_resident_gap_points")
+def _nb07_resident_gap() -> float:
+    return _nb07_pct_best("vec4") - _nb07_pct_best("vec4_resident")
+
+
+for _name, _variant in [("nb07_vec4_pct_best", "vec4"), ("nb07_vec4_resident_pct_best", "vec4_resident"),
+                        ("nb07_linked_pct_best", "linked_cuda_c"), ("nb07_compile_pct_best", "torch_compile")]:
+    figure(_name)(lambda variant=_variant: _nb07_pct_best(variant))
+
+
+# --- notebook 08 ---------------------------------------------------------------------------
+# (the notebook's own run, and the committed results/h200/transfers.json a simulator reads)
+
+
+def _nb08_committed_prediction() -> tuple[float, float]:
+    """Notebook 08's prediction of the three kernels on host arrays, from the committed sweep, and the measurement."""
+    record = committed("transfers")
+    pipeline = record["pipeline"]
+    h2d, d2h = record["gbs"]["host->device (pageable)"][-1], record["gbs"]["device->host (pageable)"][-1]
+    copies_ms = (32 * pipeline["n"] / h2d + 32 * pipeline["n"] / d2h) / 1e6  # 32 B/elem each way (the ledger)
+    return (copies_ms + pipeline["median_ms"]["three kernels, on device"],
+            pipeline["median_ms"]["three kernels, host arrays"])
+
+
+@figure("nb08_committed_predicted_ms")
+def _nb08_predicted() -> float:
+    return _nb08_committed_prediction()[0]
+
+
+@figure("nb08_committed_measured_ms")
+def _nb08_measured() -> float:
+    return _nb08_committed_prediction()[1]
+
+
+OUTPUTS.update({
+    "nb08_host_slowdown": r"host arrays make the three kernels (\d+)x slower",
+    "nb08_pinned_ratio": r"is (\d+)x the pinned host->device",
+    "nb08_pageable_ratio": r"is (\d+)x the pageable host->device",
+    "nb08_copy_pct_bound": r"the device copy reaches (\d+)% of",
+    "nb08_pinned_h2d_gbs": r"host->device \(pinned\)\s+([\d.]+) GB/s",
+    "nb08_predicted_ms": r"predicted (\d+\.\d+) ms, measured",
+    "nb08_measured_ms": r"measured (\d+\.\d+) ms for the three kernels",
+    "nb08_nvlink_times_fused": r"t1 alone over NVLink 4 \(H200\): [\d.]+ ms, (\d+\.\d+)x",
+    "nb08_pcie_times_fused": r"t1 alone over PCIe Gen5 x16: [\d.]+ ms, (\d+\.\d+)x",
+})
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
