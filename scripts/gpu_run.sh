@@ -3,6 +3,9 @@
 #   bash scripts/gpu_run.sh measure STEP...   the named scripts/gpu/NN_*.sh steps, by lesson (e.g. 05 09 10; ex for the exercises)
 #   bash scripts/gpu_run.sh pytest            the test suite on the GPU (browser, README and HTML tests left out)
 #   bash scripts/gpu_run.sh notebooks NB...   execute these notebooks in place (lessons, solutions)
+#   TIMED="NB..." bash scripts/gpu_run.sh all NB...
+#                                             the suite beside the notebooks NB... that time nothing (4 at a
+#                                             time), then the TIMED ones alone, one at a time, the GPU quiet
 # Each phase leaves results/ (and, for notebooks, the notebooks it ran) in $OUT/<phase>.tgz, plus a log.
 # Expects .whl/ (../shared/tools/gpu-wheels) carried along.
 set -uo pipefail
@@ -24,6 +27,16 @@ step() { echo "== step $1"; local t0=$SECONDS; timeout "${STEP_LIMIT:-240}" bash
       grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest_gpu.log" | tail -40 ;;
     notebooks)
       python3 scripts/execute_notebooks.py --jobs "${JOBS:-1}" "$@" 2>&1 | grep -v "running over TCP" ;;
+    all)
+      ( timeout "${PYTEST_LIMIT:-420}" make test-gpu PY=python3 JOBS="${JOBS:-10}" > "$OUT/pytest_gpu.log" 2>&1 ) &
+      suite=$!
+      python3 scripts/execute_notebooks.py --jobs "${NB_JOBS:-4}" "$@" 2>&1 | grep -v "running over TCP"
+      wait $suite
+      grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest_gpu.log" | tail -40
+      if [ -n "${TIMED:-}" ]; then
+        python3 scripts/execute_notebooks.py --jobs 1 $TIMED 2>&1 | grep -v "running over TCP"
+      fi ;;
   esac
 } 2>&1 | tee "$OUT/$phase.log"
-tar czf "$OUT/$phase.tgz" results $( [ "$phase" = notebooks ] && echo "$@" )
+case $phase in notebooks|all) ran=("$@" ${TIMED:-}) ;; *) ran=() ;; esac
+tar czf "$OUT/$phase.tgz" results "${ran[@]}"
