@@ -32,7 +32,7 @@ def emulate_threads(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Se
         flat = np.arange(first, min(first + chunk, threads), dtype=np.int64)
         blocks = flat // per_block
         domain = Exact(blocks)
-        ctaid = (blocks % g[0], (blocks // g[0]) % g[1], blocks // (g[0] * g[1]))
+        ctaid = [domain.lift(v) for v in (blocks % g[0], (blocks // g[0]) % g[1], blocks // (g[0] * g[1]))]
         machine = Machine(program, launch, kernel, domain, specials(domain, flat % per_block, ctaid, g, b))
         total.add(distinct_counts(machine.run(), len(launch.args)))
     return total

@@ -3,7 +3,8 @@
 The ledger describes each launch's arguments once, as a :class:`LaunchArgs` (names,
 which are arrays, dtypes, shapes, scalar values), and passes that record down to
 whichever engine counts the launch.  Whether a value is an array is decided here
-only (:func:`is_array`).
+only (:func:`is_array`).  A refusal (:class:`CannotAttribute` and its kinds) is worded
+here once: :data:`DATA_INDEX`, :data:`DATA_BRANCH` and each kind's ``of``.
 """
 
 from __future__ import annotations

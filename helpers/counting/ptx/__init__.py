@@ -14,7 +14,8 @@ Either refuses with a :class:`CannotAttribute` (:mod:`helpers.counting.record`) 
 
 from ..record import CannotAttribute
 from .accesses import GlobalAccess, PtxCounts, analyze_ptx, count_global_accesses
-from .compile import cache_dir, compile_ptx, compile_request, describe_arg, global_names, kernel_source, strip_decorators
+from .compile import (cache_dir, compile_ptx, compile_request, describe_arg, global_names, kernel_source,
+                      strip_decorators)
 from .parse import access_bytes
 
 _global_names = global_names  # the name helpers.classroom.compiled imports

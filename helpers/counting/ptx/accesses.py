@@ -10,6 +10,7 @@ fetched that pointer.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
@@ -25,10 +26,8 @@ _DATA = -1
 _REG = re.compile(r"%[a-z]+\d*")
 _OPS = {"ld": ["load"], "st": ["store"], "atom": ["load", "store"], "red": ["load", "store"]}
 
-_NOT_GRID_STRIDE = (
-    "it sits in a loop that is not a grid-stride loop, so the static counter cannot know "
-    "how many times it runs"
-)
+_NOT_GRID_STRIDE = ("it sits in a loop that is not a grid-stride loop, so the static counter cannot know "
+                    "how many times it runs")
 _NESTED = "it sits in nested loops, whose trip counts the static counter cannot know"
 _COPIES_DISAGREE = "the unrolled copies of its loop access different arrays, so one iteration cannot be told apart"
 
@@ -88,19 +87,13 @@ class PtxCounts:
 
     def reasons(self) -> list[str]:
         """Why some accesses cannot be attributed (empty when every access is attributed)."""
-        found: list[str] = []
-        for a in self.unattributed:
-            if a.reason and a.reason not in found:
-                found.append(a.reason)
-        return found
+        return list(dict.fromkeys(a.reason for a in self.unattributed if a.reason))
 
     def require_attributed(self, kernel: str) -> None:
         """Raise :class:`CannotAttribute`, with the reasons, unless every access is attributed."""
         if self.unattributed:
-            raise CannotAttribute(
-                f"cannot attribute {len(self.unattributed)} global memory access(es) of {kernel}: "
-                + "; ".join(self.reasons())
-            )
+            raise CannotAttribute(f"cannot attribute {len(self.unattributed)} global memory access(es) of {kernel}: "
+                                  + "; ".join(self.reasons()))
 
 
 def _owner(owners: frozenset[int]) -> tuple[int | None, str | None]:
@@ -155,7 +148,7 @@ class _Scan:
             self.written(regs[0], self.taint.get(regs[0], frozenset()) | merged if merged else None)
 
     def access(self, i: int, ins: Instruction, regs: list[str], by_data: bool) -> None:
-        text = next((o for o in ins.operands if o.startswith("[")), "[]").strip("[]").replace(" ", "")
+        text = ins.address()
         addr_regs = _REG.findall(text)
         owner, reason = _owner(self.owners(addr_regs))
         if owner is not None and (self.after_data_branch or by_data):
@@ -193,12 +186,8 @@ def _distinct(accesses: list[GlobalAccess]) -> list[GlobalAccess]:
     return kept
 
 
-def _signature(accesses: list[GlobalAccess]) -> dict[tuple[str, int | None, int], int]:
-    counts: dict[tuple[str, int | None, int], int] = {}
-    for a in accesses:
-        k = (a.op, a.arg_index, a.nbytes)
-        counts[k] = counts.get(k, 0) + 1
-    return counts
+def _signature(accesses: list[GlobalAccess]) -> Counter[tuple[str, int | None, int]]:
+    return Counter((a.op, a.arg_index, a.nbytes) for a in accesses)
 
 
 def _unattributed(accesses: list[GlobalAccess], reason: str) -> list[GlobalAccess]:

@@ -79,10 +79,8 @@ def kernel_source(py_func: Any, _seen: set[str] | None = None) -> str:
             header.append(kernel_source(inner, seen))
             header.append(f"{name} = cuda.jit(device=True)({inner.__name__})")
         else:
-            raise CannotAttribute(
-                f"{py_func.__name__} uses the global `{name}` ({type(value).__name__}), "
-                "which the static counter cannot carry to the compiler"
-            )
+            raise CannotAttribute(f"{py_func.__name__} uses the global `{name}` ({type(value).__name__}), "
+                                  "which the static counter cannot carry to the compiler")
     return "\n".join(header + [own])
 
 
@@ -118,16 +116,9 @@ def cache_dir() -> str:
 def _compile_in_subprocess(source: str, name: str, argtypes: tuple[ArgType, ...], cc: tuple[int, int]) -> str:
     import numba_cuda  # noqa: F401  (its version is part of the cache key)
 
-    request = {
-        "source": source,
-        "name": name,
-        "argtypes": [a.__dict__ for a in argtypes],
-        "cc": list(cc),
-    }
-    key = hashlib.sha256(
-        (json.dumps(request, sort_keys=True) + getattr(numba_cuda, "__version__", "")).encode()
-    ).hexdigest()
-    path = os.path.join(cache_dir(), key + ".ptx")
+    request = {"source": source, "name": name, "argtypes": [a.__dict__ for a in argtypes], "cc": list(cc)}
+    key = hashlib.sha256((json.dumps(request, sort_keys=True) + getattr(numba_cuda, "__version__", "")).encode())
+    path = os.path.join(cache_dir(), key.hexdigest() + ".ptx")
     if os.path.exists(path):
         with open(path) as f:
             return f.read()

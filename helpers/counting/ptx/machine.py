@@ -1,24 +1,17 @@
 """Follow a kernel's PTX for every thread of a launch, without its data, to count what each thread touches.
 
-This is the static count's engine.  The PTX is run on the host, the lanes of a block
-(or of a chunk of threads) at once, one NumPy lane per thread, on the *integers* only:
-thread and block indices, array sizes and shapes, scalar arguments, and what the
-kernel computes from them.  Values loaded from memory and floating-point values are
-not computed; they are *unknown* (:mod:`.values`).  So:
+The PTX runs on the host, one NumPy lane per thread, on the *integers* only (indices,
+sizes, scalar arguments and what the kernel computes from them); values loaded from
+memory and floating-point values are *unknown* (:mod:`.values`).  So every global load
+and store is recorded with the element it touches, exactly, through any guard, loop or
+inlined device function; an address or a branch that depends on an unknown value
+(``x[idx[i]]``, ``if x[i] > 0``) raises :class:`CannotAttribute` with the reason.
 
-* every global load and store is recorded with the element it touches, exactly,
-  through any guard (``i < n``, ``i == 0``, ``0 < i < n - 1``, 2-D guards in either
-  order), any grid-stride or counted loop, and any device function the compiler
-  inlined;
-* an access whose address, or a branch whose condition, depends on an unknown value
-  (``x[idx[i]]``, ``if x[i] > 0``) cannot be followed: :class:`CannotAttribute`,
-  with the reason.  A count is never guessed.
-
-One :class:`Machine` schedules the lanes (a program counter each; the lanes at the
-lowest one step together) in either value domain of :mod:`.values`; :func:`emulate`
-follows block ranges in the :class:`~.values.Ranged` domain, halving a range where
-its blocks differ.  The count is the same definition as the simulator's: the distinct
-elements each thread reads and writes; a read of an element the thread wrote before is not a load.
+One :class:`Machine` steps the lanes (a program counter each; those at the lowest one
+step together) in either value domain; :func:`emulate` follows block ranges in the
+:class:`~.values.Ranged` domain, halving a range where its blocks differ.  The count is
+the simulator's definition: the distinct elements each thread reads and writes (a read
+of an element the thread wrote before is not a load).
 """
 
 from __future__ import annotations
@@ -31,7 +24,7 @@ import numpy as np
 
 from ..record import DATA_INDEX, CannotAttribute, DataDependentBranch, LaunchArgs, LinkedCall, OutOfBounds
 from .parse import Instruction, Program, access_bytes, parse
-from .values import DATA, Affine, Exact, Ranged, Split, Unknown, Unsupported, blend, unknown_result
+from .values import DATA, Affine, Ranged, Split, Unknown, Unsupported, blend, unknown_result
 
 BASE_SHIFT = 44  # array k's data pointer is (k + 1) << 44: the argument can be read back from any address
 MAX_STEPS = 2_000_000  # instruction groups per range before giving up (a loop too long to follow)
@@ -40,7 +33,6 @@ _NO_RESULT = ("bar", "membar", "fence", "barrier", "prefetch")
 _INT = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)U?$")
 _PARAM = re.compile(r"_param_(\d+)\]?$")
 _GENERAL = ("%r", "%p", "%f")  # general registers: zero where read before written (a lane that did not run)
-Domain = Exact | Ranged
 
 
 @dataclass
@@ -84,7 +76,7 @@ def launch_params(launch: LaunchArgs) -> list[Any]:
     return params
 
 
-def specials(domain: Domain, thread: np.ndarray, ctaid: Sequence[Any], grid: Sequence[int],
+def specials(domain: Ranged, thread: np.ndarray, ctaid: Sequence[Any], grid: Sequence[int],
              block: Sequence[int]) -> dict[str, Any]:
     """``%tid``, ``%ntid``, ``%ctaid`` and ``%nctaid`` for lanes of thread-in-block index ``thread``."""
     bx, by, _ = block
@@ -99,7 +91,7 @@ def specials(domain: Domain, thread: np.ndarray, ctaid: Sequence[Any], grid: Seq
 class Machine:
     """The lanes of a launch following one program: lane program counters, guards, and the step limit."""
 
-    def __init__(self, program: Program, launch: LaunchArgs, kernel: str, domain: Domain,
+    def __init__(self, program: Program, launch: LaunchArgs, kernel: str, domain: Ranged,
                  special: dict[str, Any]) -> None:
         self.program, self.launch, self.kernel, self.domain, self.special = program, launch, kernel, domain, special
         self.params = launch_params(launch)
@@ -180,7 +172,8 @@ class Machine:
                 self.put(ins.operands[0], self.param(ins.operands[1]), active)
             elif ins.space in ("shared", "local", "const"):  # not device memory; its values are not followed
                 if ins.family in ("ld", "atom"):
-                    self.regs.update(dict.fromkeys(ins.dests(), Unknown(True, f"a value loaded from {ins.space} memory")))
+                    loaded = Unknown(True, f"a value loaded from {ins.space} memory")
+                    self.regs.update(dict.fromkeys(ins.dests(), loaded))
             else:
                 self.memory(ins, active, step, unknown)
             return

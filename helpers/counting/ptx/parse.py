@@ -41,8 +41,8 @@ class Instruction:
         return [d.strip() for d in self.operands[0].strip("{}").split(",") if d.strip()]
 
     def address(self) -> str:
-        """The address operand without brackets or spaces, e.g. ``%rd5+16``."""
-        return next(o for o in self.operands if o.startswith("[")).strip("[]").replace(" ", "")
+        """The address operand without brackets or spaces, e.g. ``%rd5+16`` (empty if there is none)."""
+        return next((o for o in self.operands if o.startswith("[")), "").strip("[]").replace(" ", "")
 
 
 @dataclass

@@ -1,23 +1,21 @@
 """The values the machine computes with, in its two domains, and the rule of every opcode in both.
 
-Integers of any PTX width are ``int64`` arrays, one lane per thread (read through
-:func:`as_type`); predicates are ``bool`` arrays; what the counter does not compute
-(values loaded from memory, floating-point values) is :class:`Unknown`.
+The concrete rules compute on ``int64`` arrays, one lane per thread, for integers of any PTX
+width (read through :func:`as_type`), and on ``bool`` arrays for predicates; what the counter
+does not compute (values loaded from memory, floating-point values) is :class:`Unknown`.
 
-* :class:`Exact`: every integer known, lane by lane; the lanes may belong to any blocks.
 * :class:`Ranged`: one block's lanes for every block ``B`` of a range at once, each integer
-  ``c0 + c1 * B`` (:class:`Affine`) or the bits the whole range shares (:class:`Bits`).  Most
-  kernels treat all blocks alike up to the block index, so one pass counts a whole range;
-  where something would differ inside it (the last, partly guarded block, say), :class:`Split`
-  asks for the range to be halved.  A range of one block is exact, so this always ends.
+  ``c0 + c1 * B`` (:class:`Affine`) or the bits the whole range shares (:class:`Bits`).  Where
+  something differs inside the range (a partly guarded last block, say), :class:`Split` asks for
+  it to be halved; a range of one block is exact, so this always ends.
+* :class:`Exact`: every integer known, lane by lane (``c1`` is zero); the lanes may be in any blocks.
 
-:data:`RULES` gives each opcode family its concrete rule (exact values) and its affine rule
-(over a range; ``None``: the range splits unless the operands are the same for all its blocks).
+:data:`RULES` gives each opcode family its concrete rule and its affine rule.
 """
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -89,35 +87,10 @@ def blend(active: np.ndarray, new: Any, old: Any) -> Any:
     """``new`` in the active lanes and ``old`` in the others (zero where ``old`` is not a value of that kind)."""
     if isinstance(new, np.ndarray):
         return np.where(active, new, old if isinstance(old, np.ndarray) and old.dtype == new.dtype else False)
-    if not isinstance(old, type(new)):
-        old = Bits(0 * new.value, -1 + 0 * new.known) if isinstance(new, Bits) else Affine(0 * new.c0, 0 * new.c1)
-    return type(new)(*(np.where(active, a, b) for a, b in zip(astuple(new), astuple(old))))
-
-
-class Exact:
-    """Every value known, lane by lane; ``blocks`` is the block of each lane."""
-
-    exact = True
-    b0 = b1 = 0
-
-    def __init__(self, blocks: np.ndarray) -> None:
-        self.blocks, self.n = blocks, blocks.size
-
-    def lift(self, v: np.ndarray) -> np.ndarray:
-        return v
-
-    def const(self, v: int) -> np.ndarray:
-        return np.full(self.n, v, dtype=np.int64)
-
-    def evaluate(self, ins: Instruction, src: list[Any], active: np.ndarray) -> Any:
-        return concrete(ins, src, active)
-
-    def span(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """An address as ``(c0, c1)``: ``c0 + c1 * B`` for the block index B."""
-        return v, 0 * v
-
-    def block(self, lanes: np.ndarray) -> np.ndarray:
-        return self.blocks[lanes]
+    if not isinstance(old, type(new)):  # a register not written before: zero, every bit known
+        old = Bits(np.zeros_like(new.value), np.full_like(new.known, -1)) if isinstance(new, Bits) else \
+            Affine(np.zeros_like(new.c0), np.zeros_like(new.c1))
+    return type(new)(*(np.where(active, a, b) for a, b in zip(vars(new).values(), vars(old).values())))
 
 
 class Ranged:
@@ -142,12 +115,14 @@ class Ranged:
         return self.lift(self.at(v, self.b0)) if self.exact and v.c1.any() else v
 
     def span(self, v: Any) -> tuple[np.ndarray, np.ndarray]:
+        """An address as ``(c0, c1)``: ``c0 + c1 * B`` for the block index B."""
         if isinstance(v, Bits):
             raise Split
         v = self.fold(v)
         return v.c0, v.c1
 
     def block(self, lanes: np.ndarray) -> np.ndarray:
+        """The block of each of these lanes (only asked of an exact range)."""
         return np.full(lanes.size, self.b0)
 
     def typed(self, v: Affine, kind: str, width: int) -> Affine:
@@ -177,10 +152,6 @@ class Ranged:
         known[~nz] = -1
         return Bits(lo & known, known)
 
-    def at_end(self, ins: Instruction, src: list[Any], active: np.ndarray, b: int) -> Any:
-        """The concrete result for the block ``b``."""
-        return concrete(ins, [self.at(s, b) if isinstance(s, Affine) else s for s in src], active)
-
     def evaluate(self, ins: Instruction, src: list[Any], active: np.ndarray) -> Any:
         """The result over the range, or :class:`Split` where it differs in a way this domain cannot hold."""
         if any(isinstance(s, Bits) for s in src):
@@ -192,6 +163,17 @@ class Ranged:
         if rule is None:
             raise Split
         return rule(self, ins, src, active)
+
+
+class Exact(Ranged):
+    """Every value known, lane by lane: one block's range whose lanes may be in any blocks (``blocks``)."""
+
+    def __init__(self, blocks: np.ndarray) -> None:
+        super().__init__(blocks.size, 0, 0)
+        self.blocks = blocks
+
+    def block(self, lanes: np.ndarray) -> np.ndarray:
+        return self.blocks[lanes]
 
 
 # --- concrete rules: (instruction, known operands, active lanes) -> the result --------------
@@ -324,7 +306,7 @@ def _monotone(d: Ranged, ins: Instruction, src: list[Any], active: np.ndarray) -
                 raise Split
     if ins.family in ("div", "shr") and not d.is_const(src[1]):
         raise Split
-    lo, hi = d.at_end(ins, src, active, d.b0), d.at_end(ins, src, active, d.b1)
+    lo, hi = (concrete(ins, [d.at(s, b) if isinstance(s, Affine) else s for s in src], active) for b in (d.b0, d.b1))
     if (lo[active] != hi[active]).any():
         raise Split
     return lo if lo.dtype == bool else d.lift(lo.astype(np.int64))
