@@ -19,9 +19,10 @@ from numba import cuda
 
 import helpers  # noqa: F401
 from helpers.counting import ArgInfo, CannotAttribute, LaunchArgs, compare_counts, static_traffic
-from helpers.counting.emulate import emulate_ranges, emulate_threads
+from helpers.counting.emulate import emulate_ranges
 from helpers.counting.ptx import compile_ptx
 from helpers.counting.record import OutOfBounds
+from engine_support import emulate_threads
 
 N = 300  # two blocks of 256, the second partly guarded
 CORPUS = Path(__file__).resolve().parent / "corpus" / "shapes.py"

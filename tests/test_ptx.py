@@ -9,7 +9,7 @@ from numba import cuda
 import helpers  # noqa: F401
 from helpers import pipeline
 from helpers.counting import LaunchArgs, LinkedCall, OutOfBounds, compare_counts, static_traffic
-from helpers.counting.emulate import emulate_ranges, emulate_threads
+from helpers.counting.emulate import emulate_ranges
 from helpers.counting.ptx import (
     CannotAttribute,
     access_bytes,
@@ -18,6 +18,7 @@ from helpers.counting.ptx import (
     count_global_accesses,
     describe_arg,
 )
+from engine_support import emulate_threads
 
 
 @cuda.jit

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .ptx import _global_names, _strip_decorators
+from .ptx import global_names, strip_decorators
 from .record import CannotAttribute
 
 _CONSTANTS = (bool, int, float, str, type(None))
@@ -51,7 +51,7 @@ def function_spec(py_func: Any, _stack: tuple[Any, ...] = ()) -> dict[str, Any]:
         raise CannotAttribute(f"{_stack[0].__name__} calls the device function {name} recursively, "
                               "which the simulator count does not carry")
     try:
-        source = _strip_decorators(inspect.getsource(py_func))
+        source = strip_decorators(inspect.getsource(py_func))
     except (OSError, TypeError) as exc:
         raise CannotAttribute(f"cannot read the source of {name}: {exc}") from exc
     carried: dict[str, Any] = {}
@@ -68,7 +68,7 @@ def function_spec(py_func: Any, _stack: tuple[Any, ...] = ()) -> dict[str, Any]:
 def _names_used(py_func: Any, stack: tuple[Any, ...]) -> list[tuple[str, Any]]:
     """(name, value) of every global the function reads and every value its closure captured."""
     found = []
-    for name in sorted(_global_names(py_func.__code__)):
+    for name in sorted(global_names(py_func.__code__)):
         if name in py_func.__globals__:
             found.append((name, py_func.__globals__[name]))
         elif not hasattr(builtins, name):

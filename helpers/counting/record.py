@@ -3,7 +3,8 @@
 The ledger describes each launch's arguments once, as a :class:`LaunchArgs` (names,
 which are arrays, dtypes, shapes, scalar values), and passes that record down to
 whichever engine counts the launch.  Whether a value is an array is decided here
-only (:func:`is_array`).
+only (:func:`is_array`).  A refusal (:class:`CannotAttribute` and its kinds) is worded
+here once: :data:`DATA_INDEX`, :data:`DATA_BRANCH` and each kind's ``of``.
 """
 
 from __future__ import annotations
@@ -16,12 +17,22 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 
+DATA_INDEX = "its address depends on a value loaded from memory (a data-dependent index such as x[idx[i]])"
+DATA_BRANCH = "whether it runs depends on a value loaded from memory (a data-dependent branch such as if x[i] > 0)"
+"""Why an access cannot be counted, in the words both the per-thread count and the instruction view use."""
+
+
 class CannotAttribute(Exception):
     """The static counter cannot say what a launch reads and writes (the message says why)."""
 
 
 class OutOfBounds(CannotAttribute):
     """A thread of the launch would read or write past the end of an array (the message names it)."""
+
+    @classmethod
+    def of(cls, kernel: str, array: str, element: int, size: int, threads: int, block: int) -> "OutOfBounds":
+        return cls(f"{kernel}: a thread would access {array}[{element}], outside the array (size {size}); "
+                   f"{threads} thread(s) of block {block} do so (a bounds guard is missing or wrong)")
 
 
 class DataDependentBranch(CannotAttribute):
@@ -31,9 +42,26 @@ class DataDependentBranch(CannotAttribute):
     which runs the kernel, can: a caller that must have a count may use that one instead.
     """
 
+    @classmethod
+    def of(cls, kernel: str) -> "DataDependentBranch":
+        return cls(f"cannot count {kernel}: {DATA_BRANCH}")
+
 
 class LinkedCall(CannotAttribute):
     """The kernel calls a function that the compiler did not inline (CUDA C linked with ``link=``)."""
+
+    @classmethod
+    def of(cls, kernel: str, callee: str, linked: bool) -> "LinkedCall":
+        """The refusal of a ``call``: it names the callee as the PTX does, and says why it is not followed."""
+        if linked:
+            why = (f"it calls `{callee}`, a function compiled from CUDA C (linked with `link=`), whose code the "
+                   "static counter cannot see, so it cannot say what that function reads and writes")
+        elif callee.startswith("%"):
+            why = f"it calls a function through a pointer ({callee}), which the static counter does not follow"
+        else:
+            why = (f"it calls `{callee}`, a device function the compiler did not inline, which the static "
+                   "counter does not follow")
+        return cls(f"cannot count {kernel}: {why}")
 
 
 _counting_copies: list[int] = [0]

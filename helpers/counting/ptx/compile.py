@@ -1,0 +1,154 @@
+"""Compile a kernel to PTX, on a GPU or, in the simulator, through the real compiler in a subprocess.
+
+The PTX comes from ``numba.cuda.compile_ptx``, which needs NVVM but no GPU.  In the
+CUDA simulator ``numba.cuda`` has no compiler, so the kernel's source (with the device
+functions and constants it uses, :func:`kernel_source`) is compiled in a short-lived
+subprocess that imports the real ``numba.cuda`` instead (:mod:`..other_backend`), and
+the PTX is cached on disk (:func:`cache_dir`).
+"""
+
+from __future__ import annotations
+
+import ast
+import dis
+import hashlib
+import inspect
+import json
+import os
+import textwrap
+import traceback
+import types as pytypes
+from functools import lru_cache
+from typing import Any, Sequence
+
+from ...backend import is_simulator
+from ...device import compute_capability
+from ..other_backend import COMPILER, OtherBackendError, run_under
+from ..record import ArgInfo, ArgType, CannotAttribute
+
+def describe_arg(value: Any) -> ArgType:
+    """The :class:`ArgType` Numba would infer for a kernel argument."""
+    try:
+        return ArgInfo.of("argument", value).argtype
+    except TypeError as exc:
+        raise CannotAttribute(f"cannot attribute accesses for an argument of type {type(value).__name__}") from exc
+
+
+def strip_decorators(source: str) -> str:
+    """The source of a function definition without its decorators (``@cuda.jit``)."""
+    tree = ast.parse(textwrap.dedent(source))
+    func = tree.body[0]
+    if not isinstance(func, ast.FunctionDef):
+        raise CannotAttribute("expected a function definition")
+    func.decorator_list = []
+    return ast.unparse(func)
+
+
+def global_names(code: pytypes.CodeType) -> set[str]:
+    """Names the code reads as globals (not attribute names such as the ``x`` of ``threadIdx.x``)."""
+    names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, pytypes.CodeType):
+            names |= global_names(const)
+    return names
+
+
+def kernel_source(py_func: Any, _seen: set[str] | None = None) -> str:
+    """Self-contained source for ``py_func`` and the device functions and constants it uses."""
+    import numba  # here, not at the top: import helpers chooses the backend before numba loads
+
+    seen = set() if _seen is None else _seen
+    try:
+        own = strip_decorators(inspect.getsource(py_func))
+    except (OSError, TypeError) as exc:
+        raise CannotAttribute(f"cannot read the source of {py_func.__name__}: {exc}") from exc
+    header: list[str] = []
+    for name in sorted(global_names(py_func.__code__)):
+        if name in seen or name not in py_func.__globals__:
+            continue
+        seen.add(name)
+        value = py_func.__globals__[name]
+        inner = getattr(value, "py_func", None) or getattr(value, "fn", None)
+        if isinstance(value, pytypes.ModuleType):
+            header.append(f"import {value.__name__} as {name}")
+        elif isinstance(value, (bool, int, float)):
+            header.append(f"{name} = {value!r}")
+        elif getattr(numba, name, None) is value:
+            header.append(f"from numba import {name}")
+        elif inner is not None and inspect.isfunction(inner):
+            header.append(kernel_source(inner, seen))
+            header.append(f"{name} = cuda.jit(device=True)({inner.__name__})")
+        else:
+            raise CannotAttribute(f"{py_func.__name__} uses the global `{name}` ({type(value).__name__}), "
+                                  "which the static counter cannot carry to the compiler")
+    return "\n".join(header + [own])
+
+
+def compile_request(request: dict[str, Any]) -> str:
+    """Compile ``request["source"]``'s function ``request["name"]`` to PTX (run by :mod:`..other_backend`).
+
+    Runs with the real ``numba.cuda`` and no GPU: device functions are compiled for
+    the requested compute capability instead of asking the (absent) driver for one.
+    """
+    from numba import cuda  # the real compiler: this runs in the subprocess that has it
+    from numba.cuda import dispatcher
+
+    cc = tuple(request["cc"])
+
+    class _Device:
+        compute_capability = cc
+
+    dispatcher.get_current_device = lambda: _Device()  # no driver here: device functions use this cc
+    namespace: dict[str, Any] = {"cuda": cuda}
+    exec(compile(request["source"], f"<kernel {request['name']}>", "exec"), namespace)
+    sig = tuple(ArgType(**a).to_numba() for a in request["argtypes"])
+    ptx, _ = cuda.compile_ptx(namespace[request["name"]], sig, cc=cc)
+    return ptx
+
+
+def cache_dir() -> str:
+    """Where compiled PTX is kept between runs (under ``$XDG_CACHE_HOME`` or ``~/.cache``)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(root, "three-kernels-or-one", "ptx")
+
+
+@lru_cache(maxsize=256)
+def _compile_in_subprocess(source: str, name: str, argtypes: tuple[ArgType, ...], cc: tuple[int, int]) -> str:
+    import numba_cuda  # noqa: F401  (its version is part of the cache key)
+
+    request = {"source": source, "name": name, "argtypes": [a.__dict__ for a in argtypes], "cc": list(cc)}
+    key = hashlib.sha256((json.dumps(request, sort_keys=True) + getattr(numba_cuda, "__version__", "")).encode())
+    path = os.path.join(cache_dir(), key.hexdigest() + ".ptx")
+    if os.path.exists(path):
+        with open(path) as f:
+            return f.read()
+    try:
+        ptx = run_under(COMPILER, "helpers.counting.ptx:compile_request", request, timeout=300)
+    except OtherBackendError as exc:
+        raise CannotAttribute(f"compiling {name} to PTX failed: {exc}") from exc
+    os.makedirs(cache_dir(), exist_ok=True)
+    tmp = path + f".{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(ptx)
+    os.replace(tmp, path)
+    return ptx
+
+
+def compile_ptx(kernel: Any, argtypes: Sequence[ArgType], cc: tuple[int, int] | None = None) -> str:
+    """PTX for ``kernel`` (a ``@cuda.jit`` kernel or a plain function) and these argument types.
+
+    On a GPU this is ``numba.cuda.compile_ptx`` in this process; in the simulator
+    the same compiler runs in a subprocess (it needs NVVM, not a GPU).
+    """
+    py_func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
+    cc = cc or compute_capability()
+    if is_simulator():
+        return _compile_in_subprocess(kernel_source(py_func), py_func.__name__, tuple(argtypes), tuple(cc))
+    from numba import cuda  # on a GPU: numba.cuda is the real compiler here
+
+    try:
+        ptx, _ = cuda.compile_ptx(py_func, tuple(a.to_numba() for a in argtypes), cc=cc)
+    except Exception as exc:  # a typing or lowering error: the same words as the subprocess path gives
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip().replace("\n", " ")
+        raise CannotAttribute(f"compiling {py_func.__name__} to PTX failed: {detail}") from exc
+    return ptx
