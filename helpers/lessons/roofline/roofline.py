@@ -45,11 +45,3 @@ from .measure import BENCH_SIZES, CHECK_SIZES, benchmark, summarize
 from .record import Roofline, RooflineRun, Timed
 from .report import NEAR_BEST_PERCENT, plot_roofline
 
-__all__ = [
-    "BENCH_SIZES", "CHECK_SIZES", "CUDA_C_SOURCE", "DEFAULT_BEST", "NEAR_BEST_PERCENT", "SCALAR_FALLBACK",
-    "VARIANTS", "VARIANT_INFO", "VECTOR_BYTES", "Evidence", "MisalignedArray", "Roofline", "RooflineRun", "Timed",
-    "Variant", "benchmark", "best_fused", "best_variant_name", "evidence_line", "grid_stride_kernel", "ilp4_kernel",
-    "kernels", "linked_cuda_c_kernel", "load4", "load4_cs", "plot_roofline", "ptx_evidence", "registers_per_thread",
-    "require_aligned", "resident_blocks_per_sm", "resident_grid", "run_linked_cuda_c", "run_naive", "run_stream3",
-    "store4", "store4_cs", "stream3_kernel", "streaming_kernel", "summarize", "vec4_kernel", "vec4_streaming_kernel",
-]
