@@ -188,3 +188,20 @@ def test_the_record_reads_back_as_written(tmp_path):
 def test_benchmark_refuses_the_simulator():
     with pytest.raises(Unavailable):
         measure.benchmark()
+
+
+def test_the_benchmark_checks_each_kernel_against_its_own_answer_before_timing_it():
+    """The 3:1 streaming kernels are checked against a + b + c, the variants against the chapter's answer."""
+    from helpers.harness import campaign, peers
+
+    pool = campaign.Pool(300, seed=7, s=1.7)
+    made = measure.factories()
+    prepared = peers.prepare({k: made[k] for k in ("naive", "vec4", "stream3", "torch_compile")}, pool, say=False)
+    if helpers.is_simulator():
+        assert list(prepared.absent) == ["torch_compile"]
+    checks, bitwise = [], {}
+    failed = campaign.run_cases(prepared.builders, [300], pool=pool, report=checks.append, progress=False,
+                                time=lambda label, n, case: bitwise.setdefault(label, measure._bitwise(case)))
+    assert not failed and all(c.passed for c in checks)
+    assert {c.n for c in checks} == {297, 300}  # the odd size first
+    assert {label for label, equal in bitwise.items() if equal} >= {"naive", "vec4", "stream3"}
