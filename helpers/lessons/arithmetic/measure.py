@@ -10,29 +10,36 @@
   source of the Triton kernel Inductor generates, and how far its result is from
   NumPy's.
 
-Each part is a subcommand; ``all`` runs the three and writes
-``results/<device>/seed_claims.json``.  ``python -m helpers.lessons.arithmetic.seed_claims --help``.
+Each part is a command; ``all`` runs the three and writes ``results/<device>/seed_claims.json``
+(``python -m helpers.lessons.arithmetic --help``).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import os
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, Sequence
 
-from helpers import results
+import numpy as np
+
 from helpers.backend import is_simulator
 from helpers.device import FP32_LANES_PER_SM, compute_capability, sm_count
-from helpers.lessons.dram.ncu import KERNEL_REGEX, ncu_available, short_kernel_name
-from helpers.results import Record
+from helpers.harness.cli import Command
+from helpers.lessons.arithmetic.record import CompileFusion, KernelUse, LaneCount, SeedClaims
+from helpers.lessons.arithmetic.report import summary
+from helpers.lessons.dram.ncu import (
+    KERNEL_REGEX,
+    NcuError,
+    csv_rows,
+    ncu_available,
+    ncu_command,
+    ncu_output,
+    short_kernel_name,
+)
+from helpers.results import load
 
 NCU_LOG2_SIZE = 26  # 256 MiB per array: every kernel streams from DRAM, far past the 60 MiB L2
 
@@ -53,67 +60,7 @@ STALL_REASONS = ("long_scoreboard", "lg_throttle", "drain", "wait", "not_selecte
 STALL_METRICS = tuple(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALL_REASONS)
 METRIC_TIERS = (THROUGHPUT_METRICS + ISSUE_METRICS + STALL_METRICS, THROUGHPUT_METRICS + ISSUE_METRICS[:1] + STALL_METRICS,
                 THROUGHPUT_METRICS + STALL_METRICS, THROUGHPUT_METRICS)
-
-
-@dataclass
-class LaneCount:
-    """FP32 lanes on the device: SMs x lanes per SM."""
-
-    sm_count: int
-    compute_capability: list[int]
-    fp32_lanes_per_sm: int
-    lanes: int
-
-
-@dataclass
-class KernelUse:
-    """One kernel as ncu saw it: how busy the SMs and the DRAM were, and why warps waited."""
-
-    kernel: str
-    n: int
-    duration_us: float | None
-    sm_throughput_pct: float | None
-    dram_throughput_pct: float | None
-    issue_active_pct: float | None = None
-    fma_pipe_pct: float | None = None
-    stalls_per_issue: dict[str, float] = field(default_factory=dict)  # reason -> warps stalled per issued instruction
-
-    def top_stall(self) -> tuple[str, float] | None:
-        """The stall reason that holds the most warps, and its share of all stalls."""
-        if not self.stalls_per_issue:
-            return None
-        total = sum(self.stalls_per_issue.values())
-        reason = max(self.stalls_per_issue, key=self.stalls_per_issue.__getitem__)
-        return reason, (self.stalls_per_issue[reason] / total if total else 0.0)
-
-
-@dataclass
-class CompileFusion:
-    """What ``torch.compile`` makes of ``(a + b) * c / s``."""
-
-    n: int
-    eager_kernels: int
-    compiled_kernels: int
-    compiled_kernel_names: list[str]
-    triton_source: str  # the generated Triton kernel, as Inductor wrote it
-    max_abs_diff_vs_numpy: float
-    bitwise_equal_to_numpy: bool
-    max_abs_diff_eager_vs_numpy: float
-    torch_version: str
-    triton_version: str | None
-
-
-@dataclass(kw_only=True)
-class SeedClaims(Record):
-    """The three measurements together; any part may be missing (``None``) with the reason in ``errors``."""
-
-    SCHEMA: ClassVar[str] = "seed_claims"
-    VERSION: ClassVar[int] = 1
-    lanes: LaneCount | None
-    kernels: list[KernelUse] | None
-    ncu_metrics: list[str]
-    compile: CompileFusion | None
-    errors: dict[str, str] = field(default_factory=dict)
+PARTS = ("lanes", "ncu", "compile")
 
 
 # --- lanes ------------------------------------------------------------------------
@@ -144,13 +91,8 @@ def _value(text: str) -> float | None:
 
 def parse_metrics_csv(text: str) -> list[dict[str, Any]]:
     """Each profiled kernel in ``ncu --csv`` output: ``{"kernel": name, "metrics": {metric: value}}``, in launch order."""
-    lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
-    if start is None:
-        raise RuntimeError('no CSV header ("ID",...) in the ncu output')
-    reader = csv.DictReader(io.StringIO("\n".join(ln for ln in lines[start:] if ln.startswith('"'))))
     kernels: dict[int, dict[str, Any]] = {}
-    for row in reader:
+    for row in csv_rows(text):
         k = kernels.setdefault(int(row["ID"]), {"kernel": short_kernel_name(row["Kernel Name"]), "metrics": {}})
         k["metrics"][row["Metric Name"]] = _value(row["Metric Value"])
     return [kernels[i] for i in sorted(kernels)]
@@ -175,19 +117,19 @@ def profile_kernels(log2_size: int = NCU_LOG2_SIZE, timeout: float = 55) -> tupl
     deadline = time.monotonic() + timeout
     failures = []
     for metrics in METRIC_TIERS:
+        left = deadline - time.monotonic()
+        if left < 5:
+            break
         with tempfile.TemporaryDirectory() as tmp:
-            program = [sys.executable, "-m", "helpers.lessons.dram.ncu", "workload", "--log2-sizes", str(log2_size),
+            program = [sys.executable, "-m", "helpers.lessons.dram", "workload", "--log2-sizes", str(log2_size),
                        "--ledger", os.path.join(tmp, "ledger.json")]
-            cmd = ["ncu", "--clock-control", "none", "--metrics", ",".join(metrics), "--csv", "--print-units", "base",
-                   "--kernel-name-base", "function", "--kernel-name", KERNEL_REGEX, "-c", "4", *program]
-            left = deadline - time.monotonic()
-            if left < 5:
-                break
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
-        if done.returncode == 0:
-            rows = parse_metrics_csv(done.stdout)
-            return [kernel_use(r["kernel"], 2**log2_size, r["metrics"]) for r in rows], list(metrics)
-        failures.append(" | ".join((done.stdout + done.stderr).strip().splitlines()[-3:]))
+            try:
+                done = ncu_output(ncu_command(program, "all", KERNEL_REGEX, 4, metrics), timeout=left)
+            except NcuError as exc:
+                failures.append(str(exc))
+                continue
+        rows = parse_metrics_csv(done.stdout)
+        return [kernel_use(r["kernel"], 2**log2_size, r["metrics"]) for r in rows], list(metrics)
     raise RuntimeError("ncu failed for every metric set: " + " || ".join(failures))
 
 
@@ -198,12 +140,10 @@ def _expression(a: Any, b: Any, c: Any, s: float) -> Any:
     return (a + b) * c / s
 
 
-def _cuda_kernels(torch: Any, fn: Any) -> list[str]:
+def _cuda_kernels(torch: Any, fn: Callable[[], Any]) -> list[str]:
     """Names of the GPU kernels ``fn()`` launches, from the torch profiler."""
-    from torch.profiler import ProfilerActivity, profile
-
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
     return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
@@ -211,9 +151,8 @@ def _cuda_kernels(torch: Any, fn: Any) -> list[str]:
 
 def compile_fusion(n: int = 2**20, seed: int = 0) -> CompileFusion:
     """Compile the series' expression with ``torch.compile``; count its kernels and keep its Triton source."""
-    import numpy as np
-    import torch
-    from torch._inductor.utils import run_and_get_code
+    import torch  # torch is optional: only this part needs it
+    from torch._inductor.utils import run_and_get_code  # (idem)
 
     rng = np.random.default_rng(seed)
     host = [rng.standard_normal(n, dtype=np.float32) for _ in range(3)]
@@ -228,7 +167,7 @@ def compile_fusion(n: int = 2**20, seed: int = 0) -> CompileFusion:
     got = result.cpu().numpy()
     eager_got = _expression(a, b, c, s).cpu().numpy()
     try:
-        import triton
+        import triton  # Triton comes with torch on a GPU; its version is recorded when it is there
 
         triton_version: str | None = triton.__version__
     except ImportError:
@@ -245,10 +184,9 @@ def compile_fusion(n: int = 2**20, seed: int = 0) -> CompileFusion:
 
 def triton_kernel_excerpt(module_source: str) -> str:
     """The ``@triton.jit`` function(s) in Inductor's generated module, without the wrapper around them."""
-    lines = module_source.splitlines()
     keep: list[str] = []
     inside = header = False
-    for line in lines:
+    for line in module_source.splitlines():
         if line.startswith("@triton.jit"):
             inside = header = True
         elif inside and line and not line[0].isspace():
@@ -265,7 +203,11 @@ def triton_kernel_excerpt(module_source: str) -> str:
 # --- all together -------------------------------------------------------------------
 
 
-def measure(parts: Sequence[str] = ("lanes", "ncu", "compile")) -> SeedClaims:
+def _set_ncu(claims: SeedClaims) -> None:
+    claims.kernels, claims.ncu_metrics = profile_kernels()
+
+
+def measure(parts: Sequence[str] = PARTS) -> SeedClaims:
     """Measure the requested parts; a part that cannot run is recorded with its reason."""
     claims = SeedClaims(lanes=None, kernels=None, ncu_metrics=[], compile=None)
     steps = {"lanes": lambda: setattr(claims, "lanes", count_lanes()),
@@ -279,87 +221,29 @@ def measure(parts: Sequence[str] = ("lanes", "ncu", "compile")) -> SeedClaims:
     return claims
 
 
-def _set_ncu(claims: SeedClaims) -> None:
-    claims.kernels, claims.ncu_metrics = profile_kernels()
+def _all(args: argparse.Namespace) -> SeedClaims:
+    claims = measure()
+    print(summary(claims))
+    return claims
 
 
-def save(claims: SeedClaims, folder: Path | None = None) -> Path:
-    """Write ``results/<device>/seed_claims.json`` (with the provenance of this machine)."""
-    return results.save(claims, folder)
+def _one(part: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        print(summary(measure((part,))))
+        return 0
+
+    return run
 
 
-def load(folder: Path | None = None) -> SeedClaims:
-    """The committed measurement (the H200's by default) as a :class:`SeedClaims`."""
-    return results.load(SeedClaims, folder)
+def _show(args: argparse.Namespace) -> int:
+    print(summary(load(SeedClaims)))
+    return 0
 
 
-def lanes_line(lanes: LaneCount) -> str:
-    """``132 SMs x 128 FP32 lanes per SM = 16,896 FP32 lanes``."""
-    return f"{lanes.sm_count} SMs x {lanes.fp32_lanes_per_sm} FP32 lanes per SM = {lanes.lanes:,} FP32 lanes"
-
-
-def kernels_table(kernels: Sequence[KernelUse]) -> str:
-    """One line per kernel: its time, how busy the SMs and the DRAM were, how often an instruction issued, the top stall."""
-    def pct(v: float | None) -> str:
-        return "-" if v is None else f"{v:.0f}%"
-
-    lines = [f"{'kernel':16} {'time':>9} {'DRAM busy':>10} {'SMs busy':>9} {'issuing':>8} {'FMA pipes':>10}"
-             f"  warps mostly waiting on"]
-    for k in kernels:
-        top = k.top_stall()
-        dur = "-" if k.duration_us is None else f"{k.duration_us:.1f} us"
-        lines.append(f"{k.kernel:16} {dur:>9} {pct(k.dram_throughput_pct):>10} {pct(k.sm_throughput_pct):>9} "
-                     f"{pct(k.issue_active_pct):>8} {pct(k.fma_pipe_pct):>10}"
-                     f"  {'-' if top is None else f'{top[0]} ({top[1]:.0%} of stalls)'}")
-    lines.append("(% of each unit's peak; issuing: cycles in which a scheduler issued an instruction; "
-                 "long_scoreboard: waiting for data from memory)")
-    return "\n".join(lines)
-
-
-def compile_lines(c: CompileFusion) -> str:
-    """Kernels launched by eager torch and by torch.compile, and the compiled result against NumPy."""
-    return "\n".join([
-        f"torch eager launches {c.eager_kernels} GPU kernels for (a + b) * c / s; torch.compile launches "
-        f"{c.compiled_kernels}: {', '.join(c.compiled_kernel_names)}",
-        f"torch.compile against NumPy: bitwise equal {c.bitwise_equal_to_numpy}, largest difference {c.max_abs_diff_vs_numpy:.3g}; "
-        f"torch eager: largest difference {c.max_abs_diff_eager_vs_numpy:.3g}",
-        f"(torch {c.torch_version}, Triton {c.triton_version}, n = {c.n:,})",
-    ])
-
-
-def table(claims: SeedClaims) -> str:
-    """A short printable summary of what was measured."""
-    out = []
-    if claims.lanes:
-        out.append("lanes: " + lanes_line(claims.lanes))
-    if claims.kernels:
-        out.append(kernels_table(claims.kernels))
-    if claims.compile:
-        out.append(compile_lines(claims.compile))
-    out += [f"{part} not measured: {why}" for part, why in claims.errors.items()]
-    return "\n".join(out)
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Command line: ``python -m helpers.lessons.arithmetic.seed_claims {all,lanes,ncu,compile,show}``."""
-    parser = argparse.ArgumentParser(prog="python -m helpers.lessons.arithmetic.seed_claims", description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", choices=("all", "lanes", "ncu", "compile", "show"), nargs="?", default="all",
-                        help="what to measure (all: the three, written to results/<device>/seed_claims.json); "
-                             "show: print the committed result")
-    parser.add_argument("--out", type=Path, default=None, help="also copy the JSON into this folder")
-    args = parser.parse_args(argv)
-    if args.part == "show":
-        print(table(load()))
-        return
-    claims = measure(("lanes", "ncu", "compile") if args.part == "all" else (args.part,))
-    print(table(claims))
-    if args.part == "all":
-        path = save(claims)
-        print(f"wrote {path}")
-        if args.out:
-            args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / path.name).write_text(path.read_text())
-
-
-if __name__ == "__main__":
-    main()
+COMMANDS = [
+    Command("all", "the three parts, written to results/<device>/seed_claims.json", _all),
+    Command("lanes", "count the FP32 lanes (printed, not written)", _one("lanes")),
+    Command("ncu", "how busy the SMs and the DRAM are, under ncu (printed, not written)", _one("ncu")),
+    Command("compile", "what torch.compile makes of the expression (printed, not written)", _one("compile")),
+    Command("show", "print the committed result", _show),
+]
