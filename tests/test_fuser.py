@@ -7,9 +7,14 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from helpers import checks, pipeline
+import helpers
+from helpers import checks, pipeline, results
+from helpers.harness.cli import main
 from helpers.ledger import Ledger
 from helpers.lessons.fuser.fuser import FuseError, compile_source, fuse, generate_source, scalar_names
+from helpers.lessons.fuser.measure import COMMANDS
+from helpers.lessons.fuser.record import Contender, FuserRow, FuserVsCompile
+from helpers.lessons.fuser.report import summary
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
 N = 300  # not a multiple of the block size
@@ -317,3 +322,21 @@ def test_a_launch_too_small_for_n_is_refused_before_it_runs(chapter_kernel, conf
     chapter_kernel[blocks_for(N, 128), 128](a, b, c, S, out)  # enough threads, and more than enough: fine
     chapter_kernel[blocks_for(N) + 3, BLOCK_SIZE](a, b, c, S, out)
     checks.check_close(out, pipeline.reference(*(x.copy_to_host() for x in (a, b, c)), S))
+
+
+# --- notebook 06's comparison: the fuser, the hand-written kernel and torch.compile ---------------
+
+
+def test_the_comparison_reads_back_and_prints_a_line_per_size_and_implementation(tmp_path):
+    record = FuserVsCompile(expression="(a + b) * c / s", rows=[FuserRow(
+        n=2**20, bytes_moved=16 * 2**20, fuser_equals_hand_written=True,
+        contenders={"fuser": Contender(True, 0.0062, 85.2), "torch.compile": Contender(False, 0.0048, 65.3, 4.77e-7)})])
+    results.save(record, tmp_path)
+    assert results.load(FuserVsCompile, tmp_path).rows == record.rows
+    lines = summary(record).splitlines()
+    assert len(lines) == 2 and "fuser" in lines[0] and "6.2 µs" in lines[0] and "max diff 4.77e-07" in lines[1]
+
+
+@pytest.mark.skipif(not helpers.is_simulator(), reason="the simulator's answer")
+def test_the_comparison_times_nothing_in_the_simulator():
+    assert main("python -m helpers.lessons.fuser", "", COMMANDS, []) == 0

@@ -14,7 +14,7 @@ import pytest
 import helpers
 from helpers import results
 from helpers.lessons.dram.record import NcuDram
-from helpers.lessons.fuser.versus_compile import FuserVsCompile
+from helpers.lessons.fuser.record import FuserVsCompile
 from helpers.lessons.roofline.roofline import Roofline
 from helpers.lessons.sweep.record import LaunchOverhead, Sweep
 from helpers.lessons.transfers.transfers import Transfers
