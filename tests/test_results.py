@@ -17,7 +17,7 @@ from helpers.lessons.dram.record import NcuDram
 from helpers.lessons.fuser.record import FuserVsCompile
 from helpers.lessons.roofline.roofline import Roofline
 from helpers.lessons.sweep.record import LaunchOverhead, Sweep
-from helpers.lessons.transfers.transfers import Transfers
+from helpers.lessons.transfers.record import Transfers
 
 COMMITTED = Path(__file__).resolve().parent.parent / "results" / "h200"
 RECORDS = [Sweep, LaunchOverhead, Roofline, Transfers, NcuDram, FuserVsCompile]
