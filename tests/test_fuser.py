@@ -12,10 +12,12 @@ from helpers import checks, pipeline, results
 from helpers.harness.cli import main
 from helpers.ledger import Ledger
 from helpers.lessons.fuser.fuser import FuseError, compile_source, fuse, generate_source, scalar_names
+from helpers.lessons.fuser import measure as versus
 from helpers.lessons.fuser.measure import COMMANDS
 from helpers.lessons.fuser.record import Contender, FuserRow, FuserVsCompile
 from helpers.lessons.fuser.report import summary
 from helpers.sizes import BLOCK_SIZE, blocks_for
+from helpers.timing import Timing
 
 N = 300  # not a multiple of the block size
 
@@ -340,3 +342,22 @@ def test_the_comparison_reads_back_and_prints_a_line_per_size_and_implementation
 @pytest.mark.skipif(not helpers.is_simulator(), reason="the simulator's answer")
 def test_the_comparison_times_nothing_in_the_simulator():
     assert main("python -m helpers.lessons.fuser", "", COMMANDS, []) == 0
+
+
+@pytest.mark.skipif(not helpers.is_simulator(), reason="stands in for the GPU's clock in the simulator")
+def test_the_comparison_checks_each_kernel_before_it_times_it(monkeypatch):
+    timed = []
+
+    def stand_in_timer(run, *, label="", repeats=1, **_):
+        run()
+        timed.append(label)
+        return Timing(label, [0.5])
+
+    monkeypatch.setattr(versus, "time_gpu", stand_in_timer)
+    monkeypatch.setattr(versus, "host_enqueue_us", lambda run: 7.0)
+    record = versus.measure((100, 300))
+    assert [row.n for row in record.rows] == [100, 300]
+    assert timed == ["fuser", "hand-written"] * 2  # torch.compile needs a GPU: left out, with its reason
+    for row in record.rows:
+        assert row.fuser_equals_hand_written and row.bytes_moved == 16 * row.n
+        assert all(c.equals_numpy and c.gpu_ms == 0.5 and c.host_us == 7.0 for c in row.contenders.values())

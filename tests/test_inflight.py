@@ -22,6 +22,7 @@ from helpers.lessons.inflight import kernels, measure, model, report
 from helpers.lessons.inflight.record import BytesInFlight, ChasePoint, KernelPoint, OpLatency, PipelinePoint, ProbePoint
 from helpers.lessons.roofline import roofline
 from helpers.sizes import BLOCK_SIZE, blocks_for
+from helpers.timing import Timing
 
 # --- occupancy from registers, and bytes in flight ------------------------------------------------
 
@@ -430,3 +431,43 @@ def test_every_variants_compiled_code_counts_what_the_simulator_counts(name):
         simulated = simulated_traffic(variant.kernel, grid, BLOCK_SIZE, args, names)
         assert static.per_array() == simulated.per_array() == {"a": (4 * n, 0), "b": (4 * n, 0), "c": (4 * n, 0),
                                                                "out": (0, 4 * n)}, (name, n)
+
+
+# --- the measurement's plumbing, in the simulator with a stand-in timer ------------------------------
+
+
+@pytest.fixture
+def stand_in_gpu(monkeypatch):
+    """In the simulator: let the GPU-only measurements run, timing each workload as 1 ms."""
+    if not helpers.is_simulator():
+        pytest.skip("stands in for the GPU's clock in the simulator")
+    timed = []
+
+    def stand_in_timer(run, *, label="", repeats=1, **_):
+        run()
+        timed.append(label)
+        return Timing(label, [1.0])
+
+    monkeypatch.setattr(measure, "require_gpu", lambda what: None)
+    monkeypatch.setattr(measure, "time_gpu", stand_in_timer)
+    return timed
+
+
+def test_every_kernel_is_checked_at_an_odd_size_then_at_n_before_it_is_timed(stand_in_gpu):
+    n = 203
+    rows = {row.name: row for row in measure.measure_kernels(n, repeats=1, log=lambda line: None)}
+    assert list(rows) == list(model.SHAPES)
+    assert rows["linked_cuda_c"].error and rows["linked_cuda_c"].gbs is None  # GPU only: never timed
+    measured = [name for name in model.SHAPES if name != "linked_cuda_c"]
+    assert stand_in_gpu == measured and all(rows[name].bitwise_equal for name in measured)
+    assert rows["naive"].gbs == pytest.approx(4 * n * 4 / 1e-3 / 1e9)  # 16 bytes an element in 1 ms
+    assert rows["ilp4"].bytes_in_flight_per_sm == 12 * 4 * rows["ilp4"].threads_per_sm
+
+
+def test_a_wrong_corner_of_the_2x2_keeps_its_reason_and_is_not_timed(stand_in_gpu, monkeypatch):
+    monkeypatch.setattr(measure, "run_three_vec4", lambda a, b, c, s, t1, t2, out: None)  # writes nothing
+    rows = {row.name: row for row in measure.measure_pipelines(203, repeats=1)}
+    assert stand_in_gpu == ["three kernels, 4-byte", "fused, 4-byte", "fused, 16-byte"]
+    wrong = rows["three kernels, 16-byte"]
+    assert wrong.bitwise_equal is False and "n=200" in wrong.error and wrong.median_ms is None
+    assert all(rows[name].bitwise_equal and rows[name].median_ms == 1.0 for name in stand_in_gpu)

@@ -28,6 +28,7 @@ import numpy as np
 from helpers.backend import is_simulator
 from helpers.device import FP32_LANES_PER_SM, compute_capability, sm_count
 from helpers.harness.cli import Command
+from helpers.harness.peers import require_gpu_module, torch_compile
 from helpers.lessons.arithmetic.record import CompileFusion, KernelUse, LaneCount, SeedClaims
 from helpers.lessons.arithmetic.report import summary
 from helpers.lessons.dram.ncu import (
@@ -150,15 +151,17 @@ def _cuda_kernels(torch: Any, fn: Callable[[], Any]) -> list[str]:
 
 
 def compile_fusion(n: int = 2**20, seed: int = 0) -> CompileFusion:
-    """Compile the series' expression with ``torch.compile``; count its kernels and keep its Triton source."""
-    import torch  # torch is optional: only this part needs it
-    from torch._inductor.utils import run_and_get_code  # (idem)
+    """Compile the series' expression with ``torch.compile`` (the series' options, one size); count its
+    kernels and keep its Triton source."""
+    torch = require_gpu_module("torch")
+    from torch._inductor.utils import run_and_get_code  # torch is optional: imported only once it is there
 
     rng = np.random.default_rng(seed)
     host = [rng.standard_normal(n, dtype=np.float32) for _ in range(3)]
     s = 3.0
     a, b, c = (torch.from_numpy(x).cuda() for x in host)
-    compiled = torch.compile(_expression)
+    compiled = torch_compile(_expression, dynamic=False)
+    print(f"compiled with {compiled.description}")
     result, sources = run_and_get_code(compiled, a, b, c, s)  # compiles, runs, returns the generated code
     torch.cuda.synchronize()
     eager = _cuda_kernels(torch, lambda: _expression(a, b, c, s))

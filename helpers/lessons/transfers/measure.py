@@ -45,9 +45,9 @@ from helpers.lessons.transfers.multigpu import (
 )
 from helpers.lessons.transfers.record import PipelineOnHost, Transfers, TwoGpus
 from helpers.lessons.transfers.report import host_link_lines, plot_transfers, two_gpus_lines
-from helpers.pipeline import add_kernel, fused_kernel, multiply_kernel, reference, scale_kernel
+from helpers.pipeline import launch_fused, launch_three, reference
 from helpers.results import Provenance, folder_for
-from helpers.sizes import BLOCK_SIZE, blocks_for, default_size
+from helpers.sizes import default_size
 from helpers.timing import SIMULATOR_MESSAGE, Timing, copy_bandwidth, time_gpu
 
 DIRECTIONS = ("host->device", "device->host")
@@ -121,24 +121,15 @@ def pipeline_timings(n: int, repeats: int = 5) -> dict[str, Timing] | None:
         return None
     a, b, c = random_inputs(n)
     s = np.float32(1.5)
-    blocks = blocks_for(n)
     host = {name: np.full(n, np.nan, dtype=np.float32) for name in ("t1", "t2", "out")}
     dev = {name: cuda.to_device(x) for name, x in (("a", a), ("b", b), ("c", c))}
     dev.update({name: cuda.to_device(x) for name, x in host.items()})
-
-    def three(x: dict[str, Any], a: Any, b: Any, c: Any) -> None:
-        add_kernel[blocks, BLOCK_SIZE](a, b, x["t1"])
-        multiply_kernel[blocks, BLOCK_SIZE](x["t1"], c, x["t2"])
-        scale_kernel[blocks, BLOCK_SIZE](x["t2"], s, x["out"])
-
-    def fused(x: dict[str, Any], a: Any, b: Any, c: Any) -> None:
-        fused_kernel[blocks, BLOCK_SIZE](a, b, c, s, x["out"])
-
-    runs = {
-        "three kernels, host arrays": lambda: three(host, a, b, c),
-        "fused, host arrays": lambda: fused(host, a, b, c),
-        "three kernels, on device": lambda: three(dev, dev["a"], dev["b"], dev["c"]),
-        "fused, on device": lambda: fused(dev, dev["a"], dev["b"], dev["c"]),
+    runs = {  # the same launches on host arrays (Numba copies them in and out) and on device arrays
+        "three kernels, host arrays": lambda: launch_three(a, b, c, s, host["t1"], host["t2"], host["out"]),
+        "fused, host arrays": lambda: launch_fused(a, b, c, s, host["out"]),
+        "three kernels, on device": lambda: launch_three(dev["a"], dev["b"], dev["c"], s, dev["t1"], dev["t2"],
+                                                         dev["out"]),
+        "fused, on device": lambda: launch_fused(dev["a"], dev["b"], dev["c"], s, dev["out"]),
     }
     expected = reference(a, b, c, s)
     timings: dict[str, Timing] = {}

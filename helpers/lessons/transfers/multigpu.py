@@ -27,7 +27,7 @@ from numba.cuda.cudadrv.driver import CudaAPIError
 
 from helpers.backend import is_simulator
 from helpers.checks import check_close, poison, poisoned, random_inputs
-from helpers.pipeline import add_kernel, multiply_kernel, reference, run_fused, run_three_kernels, scale_kernel
+from helpers.pipeline import add_kernel, launch_fused, launch_three, multiply_kernel, reference, scale_kernel
 from helpers.sizes import BLOCK_SIZE, blocks_for
 from helpers.timing import Timing, time_gpu
 
@@ -202,6 +202,21 @@ def peer_copy_bandwidth(nbytes: int, src: int = 0, dst: int = 1, repeats: int = 
     return _summary(timing, path=path, nbytes=nbytes, gbs=timing.bandwidth_gbs(nbytes))
 
 
+def _one_gpu(gpu: int, arrays: tuple[Any, ...], expected: np.ndarray, repeats: int) -> dict[str, Timing | None]:
+    """The three-kernel and fused pipelines on GPU ``gpu`` (current), each checked against NumPy, then timed."""
+    a, b, c, s, t1, t2, out = arrays
+    singles = {"three kernels": lambda: launch_three(a, b, c, s, t1, t2, out),
+               "fused": lambda: launch_fused(a, b, c, s, out)}
+    timings = {}
+    for label, run in singles.items():
+        poison(out)
+        run()
+        cuda.synchronize()
+        check_close(out, expected, name=f"out ({label}, one GPU)")
+        timings[label] = time_gpu(run, label=f"{label} on GPU{gpu}", repeats=repeats)
+    return timings
+
+
 def split_pipeline(n: int, repeats: int = 20, src: int = 0, dst: int = 1) -> dict[str, Any] | None:
     """``(a + b) * c / s`` with add on GPU ``src`` and multiply, scale on GPU ``dst``.
 
@@ -242,17 +257,10 @@ def split_pipeline(n: int, repeats: int = 20, src: int = 0, dst: int = 1) -> dic
         split(copied)
         cuda.synchronize()
         check_close(out_1, expected, name="out (split over two GPUs)")
-        timings = {"split": time_gpu(lambda: split([]), label="split: add on GPU0, multiply+scale on GPU1",
+        timings: dict[str, Timing | None] = {"split": time_gpu(lambda: split([]), label="split: add on GPU0, multiply+scale on GPU1",
                                      repeats=repeats, hide_launch=peer)}
     with on_gpu(src):
-        singles = {"three kernels": lambda: run_three_kernels(a0, b0, c0, s, t1_0, t2_0, out_0),
-                   "fused": lambda: run_fused(a0, b0, c0, s, out_0)}
-        for label, run in singles.items():
-            poison(out_0)
-            run()
-            cuda.synchronize()
-            check_close(out_0, expected, name=f"out ({label}, one GPU)")
-            timings[label] = time_gpu(run, label=f"{label} on GPU{src}", repeats=repeats)
+        timings.update(_one_gpu(src, (a0, b0, c0, s, t1_0, t2_0, out_0), expected, repeats))
     crossed = link_bytes(copied)
     return {"n": n, "path": "peer (direct)" if peer else "staged through pinned host memory",
             "link_bytes": crossed, "link_bytes_per_element": crossed / n,
