@@ -254,15 +254,19 @@ def _checked_and_timed(builders: dict[str, Callable[[int], Case]], n: int, pool:
     run_cases(builders, [n], pool=pool, report=noted, time=time_one, progress=False)
 
 
-def _shape_row(name: str, shape: Shape, n: int, kernel: Any, args: tuple[Any, ...]) -> KernelPoint:
-    """A kernel's row with its occupancy and bytes in flight, read from its compiled code."""
-    registers = registers_per_thread(kernel, args)
-    threads = threads_per_sm(registers)
-    loads = shape.reads * shape.groups_in_flight
-    return KernelPoint(name=name, family=shape.family, reads=shape.reads, writes=shape.writes,
-                       width_bytes=shape.width_bytes, groups_in_flight=shape.groups_in_flight, grid=shape.grid, n=n,
-                       registers=registers, threads_per_sm=threads, loads_per_thread=loads,
-                       bytes_in_flight_per_sm=bytes_in_flight_per_sm(loads, shape.width_bytes, threads))
+def _shape_row(name: str, shape: Shape, n: int, launcher: Any) -> KernelPoint:
+    """A kernel's row; with its launcher (kernel, arguments, ...), its occupancy and bytes in flight, read
+    from its compiled code."""
+    row = KernelPoint(name=name, family=shape.family, reads=shape.reads, writes=shape.writes,
+                      width_bytes=shape.width_bytes, groups_in_flight=shape.groups_in_flight, grid=shape.grid, n=n)
+    if launcher is None:
+        row.error = "not available on this backend"
+        return row
+    row.registers = registers_per_thread(*launcher[:2])
+    row.threads_per_sm = threads_per_sm(row.registers)
+    row.loads_per_thread = shape.reads * shape.groups_in_flight
+    row.bytes_in_flight_per_sm = bytes_in_flight_per_sm(row.loads_per_thread, shape.width_bytes, row.threads_per_sm)
+    return row
 
 
 def measure_kernels(n: int = (1 << 26) + 3, repeats: int = 15, s: float = 1.7,
@@ -289,11 +293,7 @@ def measure_kernels(n: int = (1 << 26) + 3, repeats: int = 15, s: float = 1.7,
         return case
 
     table = launchers(n)
-    rows = {name: _shape_row(name, shape, n, *table[name][:2]) if name in table else
-            KernelPoint(name=name, family=shape.family, reads=shape.reads, writes=shape.writes,
-                        width_bytes=shape.width_bytes, groups_in_flight=shape.groups_in_flight, grid=shape.grid, n=n,
-                        error="not available on this backend")
-            for name, shape in shapes.items()}
+    rows = {name: _shape_row(name, shape, n, table.get(name)) for name, shape in shapes.items()}
 
     def timed(name: str, case: Case, timing: Any) -> None:
         shape = shapes[name]

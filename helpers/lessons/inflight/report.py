@@ -249,11 +249,7 @@ def plot_curve(record: BytesInFlight, show_kernels: bool = True) -> Any:
     ax.set_ylim(0, 1.12 * (record.datasheet_gbs or max(p.gbs or 0 for p in record.probes)))
     ax.set_xlabel("bytes in flight per SM (KiB, reads)")
     ax.set_ylabel("achieved GB/s (read + write)")
-    where = record.provenance.describe() if record.provenance else ""
-    ax.set_title(f"bandwidth against the bytes each SM keeps in flight\n{where}", fontsize=10)
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    return fig
+    return _titled(fig, ax, record, "bandwidth against the bytes each SM keeps in flight", 10, 7, "lower right")
 
 
 def plot_predictions(record: BytesInFlight) -> Any:
@@ -277,8 +273,12 @@ def plot_predictions(record: BytesInFlight) -> Any:
     ax.scatter([], [], color="gray", marker="|", s=60, label="the curve alone (peak bytes in flight)")
     ax.plot([], [], color="lightgray", lw=6, label=f"measured +/- {NEAR_PERCENT:.0f}%")
     ax.set_xlabel("GB/s (read + write); colour: reads per write (green 1, orange 2, blue 3); squares: 16-byte")
-    where = record.provenance.describe() if record.provenance else ""
-    ax.set_title(f"each kernel: the model's prediction against its measurement\n{where}", fontsize=9)
-    ax.legend(fontsize=8, loc="upper right")
+    return _titled(fig, ax, record, "each kernel: the model's prediction against its measurement", 9, 8, "upper right")
+
+
+def _titled(fig: Any, ax: Any, record: BytesInFlight, title: str, size: int, legend_size: int, where: str) -> Any:
+    """The figure with its title over the run's provenance, and its legend."""
+    ax.set_title(f"{title}\n{record.provenance.describe() if record.provenance else ''}", fontsize=size)
+    ax.legend(fontsize=legend_size, loc=where)
     fig.tight_layout()
     return fig
