@@ -29,8 +29,14 @@ from numba import cuda
 
 from helpers.backend import is_simulator
 from helpers.checks import poison, random_inputs
-from helpers.device import banner, clock_hz, datasheet_bandwidth_gbs, registers_per_thread, resident_blocks_per_sm, \
-    sm_count
+from helpers.device import (
+    banner,
+    clock_hz,
+    datasheet_bandwidth_gbs,
+    registers_per_thread,
+    resident_blocks_per_sm,
+    sm_count,
+)
 from helpers.harness.campaign import Case, Checked, Pool, run_cases
 from helpers.harness.cli import Command
 from helpers.harness.device_checks import poison_on_device

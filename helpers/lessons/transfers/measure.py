@@ -22,7 +22,6 @@ the second, every measuring function says why and returns ``None``: never a made
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 import numpy as np
 from numba import cuda
