@@ -89,14 +89,20 @@ class AgreementCheck:
 
 
 @dataclass(kw_only=True)
-class NcuDram(Record):
+class NcuRecord(Record):
+    """What both of lesson 04's hardware counts say first: what was measured, with which metrics, beside which L2."""
+
+    what: str
+    metrics: list[str]
+    l2_cache_bytes: int | None
+
+
+@dataclass(kw_only=True)
+class NcuDram(NcuRecord):
     """Nsight Compute's DRAM bytes per launch beside the ledger's count, per cache policy."""
 
     SCHEMA: ClassVar[str] = "ncu_dram"
     VERSION: ClassVar[int] = 3
-    what: str
-    metrics: list[str]
-    l2_cache_bytes: int | None
     sizes: list[int]
     modes: dict[str, NcuMode]  # by ncu --cache-control value: "all" (flushed before each kernel), "none" (kept)
     agreement_check: AgreementCheck
@@ -119,14 +125,11 @@ class CorpusLaunch:
 
 
 @dataclass(kw_only=True)
-class NcuCorpus(Record):
+class NcuCorpus(NcuRecord):
     """The series kernels and a few corpus shapes at one large size: ledger against ncu's DRAM bytes."""
 
     SCHEMA: ClassVar[str] = "ncu_corpus"
     VERSION: ClassVar[int] = 1
-    what: str
-    metrics: list[str]
-    l2_cache_bytes: int | None
     n: int
     cache_control: str
     command: str = ""
