@@ -336,7 +336,9 @@ def test_the_comparison_reads_back_and_prints_a_line_per_size_and_implementation
     results.save(record, tmp_path)
     assert results.load(FuserVsCompile, tmp_path).rows == record.rows
     lines = summary(record).splitlines()
-    assert len(lines) == 2 and "fuser" in lines[0] and "6.2 µs" in lines[0] and "max diff 4.77e-07" in lines[1]
+    assert len(lines) == 3 and "GPU µs" in lines[0] and "host µs/call" in lines[0]
+    assert lines[1].split() == ["1,048,576", "fuser", "6.2", "85.2", "True", "0"]
+    assert lines[2].split()[-2:] == ["False", "4.77e-07"]
 
 
 @pytest.mark.skipif(not helpers.is_simulator(), reason="the simulator's answer")

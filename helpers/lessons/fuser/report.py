@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from helpers.harness.tables import table
 from helpers.lessons.fuser.record import FuserVsCompile
 
 
 def summary(record: FuserVsCompile) -> str:
-    """One line per size and implementation."""
-    return "\n".join(f"n = {row.n:>10,}  {name:14s} GPU {c.gpu_ms * 1e3:9.1f} µs  host {c.host_us:6.1f} µs/call"
-                     f"  equal to NumPy: {c.equals_numpy} (max diff {c.max_abs_diff:.3g})"
-                     for row in record.rows for name, c in row.contenders.items())
+    """One row per size and implementation."""
+    rows = [[f"{row.n:,}", name, f"{c.gpu_ms * 1e3:.1f}", f"{c.host_us:.1f}", c.equals_numpy, f"{c.max_abs_diff:.3g}"]
+            for row in record.rows for name, c in row.contenders.items()]
+    return table(rows, ["n", "implementation", "GPU µs", "host µs/call", "equal to NumPy", "max diff"], align="rlrrrr")

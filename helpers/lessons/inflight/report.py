@@ -208,8 +208,8 @@ def summary(record: BytesInFlight) -> str:
     lines.append(prediction_table(record)[0])
     lines += [f"diagnostic {d.name}: {_kib(d.bytes_in_flight_per_sm)} KiB/SM, {d.gbs or 0:.0f} GB/s, "
               f"bitwise={d.bitwise_equal} {d.error or ''}" for d in record.diagnostics]
-    lines += [f"{p.name:24s} {p.median_ms or 0:.4f} ms (model {pipeline_prediction_ms(record, p.name) or 0:.4f}) "
-              f"bitwise={p.bitwise_equal} {p.error or ''}" for p in record.pipelines]
+    lines.append(table([[p.name, p.median_ms, pipeline_prediction_ms(record, p.name), p.bitwise_equal, p.error or ""]
+                        for p in record.pipelines], ["pipeline", "ms", "model ms", "bitwise", ""], align="lrrrl"))
     return "\n".join(lines + [c.line() for c in record.claims])
 
 

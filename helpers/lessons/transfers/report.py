@@ -6,6 +6,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
+from helpers.harness.tables import table
 from helpers.lessons.transfers.record import Transfers, TwoGpus
 from helpers.timing import Timing
 
@@ -30,8 +31,9 @@ def plot_transfers(record: Transfers, title: str = "") -> Any:
 
 def host_link_lines(record: Transfers, timings: dict[str, Timing]) -> str:
     """Each kind of copy at the largest size, then the pipeline's four timings."""
-    lines = [f"{label:40s} {values[-1]:8.1f} GB/s at {record.sizes_bytes[-1]} bytes" for label, values in record.gbs.items()]
-    return "\n".join(lines + [str(t) for t in timings.values()])
+    rows = [[label, f"{values[-1]:.1f}"] for label, values in record.gbs.items()]
+    copies = table(rows, [f"copy of {record.sizes_bytes[-1]:,} bytes", "GB/s"])
+    return "\n".join([copies, *(str(t) for t in timings.values())])
 
 
 def two_gpus_lines(record: TwoGpus) -> str:
