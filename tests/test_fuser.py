@@ -9,7 +9,7 @@ from numba import cuda
 
 import helpers
 from helpers import checks, pipeline, results
-from helpers.harness.cli import main
+from helpers.harness.cli import main_of
 from helpers.ledger import Ledger
 from helpers.lessons.fuser.fuser import FuseError, compile_source, fuse, generate_source, scalar_names
 from helpers.lessons.fuser import measure as versus
@@ -343,7 +343,7 @@ def test_the_comparison_reads_back_and_prints_a_line_per_size_and_implementation
 
 @pytest.mark.skipif(not helpers.is_simulator(), reason="the simulator's answer")
 def test_the_comparison_times_nothing_in_the_simulator():
-    assert main("python -m helpers.lessons.fuser", "", COMMANDS, []) == 0
+    assert main_of("helpers.lessons.fuser", COMMANDS, []) == 0
 
 
 @pytest.mark.skipif(not helpers.is_simulator(), reason="stands in for the GPU's clock in the simulator")

@@ -16,7 +16,8 @@ from helpers.counting import simulated_traffic, static_traffic
 from helpers.counting.ptx import compile_ptx, describe_arg
 from helpers.counting.record import CannotAttribute, LinkedCall
 from helpers.ledger import Ledger
-from helpers.harness.cli import main
+from helpers.harness.campaign import odd_size
+from helpers.harness.cli import main_of
 from helpers.harness.peers import Unavailable
 from helpers.lessons.inflight import kernels, measure, model, report
 from helpers.lessons.inflight.record import BytesInFlight, ChasePoint, KernelPoint, OpLatency, PipelinePoint, ProbePoint
@@ -282,7 +283,7 @@ def test_record_answers_the_models_questions():
 
 @pytest.mark.skipif(not helpers.is_simulator(), reason="the simulator's answer")
 def test_entry_point_measures_nothing_in_the_simulator(capsys):
-    assert main("python -m helpers.lessons.inflight", "", measure.COMMANDS, []) == 0
+    assert main_of("helpers.lessons.inflight", measure.COMMANDS, []) == 0
     assert "nothing measured" in capsys.readouterr().out
     with pytest.raises(Unavailable, match="GPU"):
         measure.measure_latency()
@@ -469,5 +470,5 @@ def test_a_wrong_corner_of_the_2x2_keeps_its_reason_and_is_not_timed(stand_in_gp
     rows = {row.name: row for row in measure.measure_pipelines(203, repeats=1)}
     assert stand_in_gpu == ["three kernels, 4-byte", "fused, 4-byte", "fused, 16-byte"]
     wrong = rows["three kernels, 16-byte"]
-    assert wrong.bitwise_equal is False and "n=200" in wrong.error and wrong.median_ms is None
+    assert wrong.bitwise_equal is False and f"n={odd_size([203])}" in wrong.error and wrong.median_ms is None
     assert all(rows[name].bitwise_equal and rows[name].median_ms == 1.0 for name in stand_in_gpu)

@@ -15,7 +15,7 @@ import helpers
 from helpers import results
 from helpers.lessons.dram.record import NcuDram
 from helpers.lessons.fuser.record import FuserVsCompile
-from helpers.lessons.roofline.roofline import Roofline
+from helpers.lessons.roofline.record import Roofline
 from helpers.lessons.sweep.record import LaunchOverhead, Sweep
 from helpers.lessons.transfers.record import Transfers
 

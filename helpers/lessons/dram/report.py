@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt
 
 from helpers.counting import Comparison
-from helpers.harness.tables import table
+from helpers.harness.tables import power_label, table
 from helpers.lessons.dram.record import NcuCorpus, NcuDram
 from helpers.results import ResultError, load
 
@@ -96,7 +96,7 @@ def three_way_table(comparisons: Sequence[Comparison], n_small: int, results: Nc
         if sizes is not None and t.n not in sizes:
             continue
         k = kept.get((t.n, t.pipeline))
-        rows.append([f"2^{t.n.bit_length() - 1}", t.pipeline, f"{t.ledger / 1e6:.1f}",
+        rows.append([power_label(t.n), t.pipeline, f"{t.ledger / 1e6:.1f}",
                      f"{simulated[t.pipeline] * t.n / 1e6:.1f}", f"{t.ncu / 1e6:.1f}",
                      f"{k.ncu / 1e6:.1f}" if k else "-"])
     return table(rows, ["n", "pipeline", "PTX MB", "simulator MB", "ncu MB (flushed)", "ncu MB (L2 kept)"],

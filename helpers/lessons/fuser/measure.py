@@ -15,14 +15,12 @@ like is compared with like:
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 import numpy as np
-from numba import cuda
 
 from helpers.backend import is_simulator
 from helpers.device import banner
-from helpers.harness.campaign import Builder, Case, Pool, run_cases
+from helpers.harness.campaign import Builder, Case, Pool, on_device, run_cases
 from helpers.harness.cli import Command
 from helpers.harness.device_checks import poison_on_device
 from helpers.harness.peers import numba_fused, prepare, torch_compiled
@@ -52,11 +50,6 @@ PEERS = {"fuser": fuser_peer, "hand-written": numba_fused,
          "torch.compile": lambda pool: torch_compiled(pool, dynamic=False)}
 
 
-def _host(got: Any) -> np.ndarray:
-    """A result on the host: a Numba device array, or a library's (by its CUDA array interface)."""
-    return got.copy_to_host() if hasattr(got, "copy_to_host") else cuda.as_cuda_array(got).copy_to_host()
-
-
 def measure(sizes: tuple[int, ...] = SIZES) -> FuserVsCompile:
     """Check, then time, the three implementations at each size (GPU only)."""
     pool = Pool(max(sizes), s=S)
@@ -66,7 +59,7 @@ def measure(sizes: tuple[int, ...] = SIZES) -> FuserVsCompile:
     results: dict[str, np.ndarray] = {}
 
     def timed(label: str, n: int, case: Case) -> None:
-        got, expected = _host(case.output()), pool.expected[:n].copy_to_host()
+        got, expected = on_device(case.output()).copy_to_host(), pool.expected[:n].copy_to_host()
         timing = time_gpu(case.run, label=label, repeats=50)
         assert timing is not None
         results[label] = got

@@ -23,8 +23,7 @@ from numba.cuda.extending import intrinsic
 
 from helpers.backend import is_simulator
 from helpers.lessons.inflight.model import READS, WIDTHS
-from helpers.lessons.roofline import roofline
-from helpers.lessons.roofline.roofline import load4, store4
+from helpers.lessons.roofline.kernels import VARIANT_INFO, load4, require_aligned, store4
 from helpers.pipeline import add_kernel, multiply_kernel, reference, scale_kernel
 from helpers.sizes import BLOCK_SIZE, blocks_for
 from helpers.validate import check_elementwise
@@ -256,7 +255,7 @@ def scale_vec4_kernel(x, s, out):
 def run_three_vec4(a: Any, b: Any, c: Any, s: float, t1: Any, t2: Any, out: Any) -> None:
     """The three kernels with 16-byte loads and stores: one float4 per thread, full grid."""
     n = check_elementwise({"a": a, "b": b, "c": c, "t1": t1, "t2": t2, "out": out})
-    roofline.require_aligned({"a": a, "b": b, "c": c, "t1": t1, "t2": t2, "out": out})
+    require_aligned({"a": a, "b": b, "c": c, "t1": t1, "t2": t2, "out": out})
     grid, s = _vector_tail(n), a.dtype.type(s)
     add_vec4_kernel[grid, BLOCK_SIZE](a, b, t1)
     multiply_vec4_kernel[grid, BLOCK_SIZE](t1, c, t2)
@@ -306,7 +305,7 @@ def kernel_launchers(a: Any, b: Any, c: Any, s: float, t: Any, out: Any) -> dict
         name: (kernel, args, (lambda k=kernel, g=g, args=args: k[g, BLOCK_SIZE](*args)), want)
         for name, (kernel, g, args, want) in plain.items()}
     want_fused = reference(ha, hb, hc, s)
-    for name, v in roofline.VARIANT_INFO.items():
+    for name, v in VARIANT_INFO.items():
         if v.gpu_only and is_simulator():
             continue
         table[name] = (v.kernel, (a, b, c, s32, out), (lambda launch=v.launch: launch(a, b, c, s, out)), want_fused)

@@ -70,7 +70,7 @@ from helpers.lessons.inflight.model import (
     threads_per_sm,
 )
 from helpers.lessons.inflight.record import BytesInFlight, ChasePoint, KernelPoint, OpLatency, PipelinePoint, ProbePoint
-from helpers.lessons.roofline import roofline
+from helpers.lessons.roofline.kernels import VARIANTS, run_naive
 from helpers.pipeline import launch_three
 from helpers.results import Claim, folder_for, save
 from helpers.sizes import BLOCK_SIZE, blocks_for
@@ -319,9 +319,9 @@ def measure_pipelines(n: int = (1 << 26) + 3, repeats: int = 15, s: float = 1.7)
     pool = Pool(n, seed=9, s=s)
     runs: dict[str, Callable[..., None]] = {
         "three kernels, 4-byte": lambda a, b, c, t1, t2, out: launch_three(a, b, c, pool.s, t1, t2, out),
-        "fused, 4-byte": lambda a, b, c, t1, t2, out: roofline.run_naive(a, b, c, pool.s, out),
+        "fused, 4-byte": lambda a, b, c, t1, t2, out: run_naive(a, b, c, pool.s, out),
         "three kernels, 16-byte": lambda a, b, c, t1, t2, out: run_three_vec4(a, b, c, pool.s, t1, t2, out),
-        "fused, 16-byte": lambda a, b, c, t1, t2, out: roofline.VARIANTS["vec4"](a, b, c, pool.s, out),
+        "fused, 16-byte": lambda a, b, c, t1, t2, out: VARIANTS["vec4"](a, b, c, pool.s, out),
     }
 
     def builder(name: str) -> Callable[[int], Case]:
