@@ -20,7 +20,7 @@ from helpers.device import datasheet_bandwidth_gbs  # noqa: E402
 from helpers.lessons.roofline.record import Roofline  # noqa: E402
 from helpers.lessons.sweep import analysis as sa  # noqa: E402
 from helpers.lessons.sweep.record import Sweep  # noqa: E402
-from helpers.lessons.transfers.transfers import Transfers  # noqa: E402
+from helpers.lessons.transfers.record import Transfers  # noqa: E402
 from helpers.results import load  # noqa: E402
 from helpers.timing import format_ms  # noqa: E402
 

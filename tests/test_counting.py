@@ -19,7 +19,7 @@ from helpers.counting import (
     static_traffic,
 )
 from helpers.counting.ptx import CannotAttribute, count_global_accesses
-from helpers.lessons.dram.ncu import pipeline_comparisons
+from helpers.lessons.dram.measure import pipeline_comparisons
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
 N = 300  # not a multiple of the block size: the bounds guard matters

@@ -7,10 +7,17 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from helpers import checks, pipeline
+import helpers
+from helpers import checks, pipeline, results
+from helpers.harness.cli import main_of
 from helpers.ledger import Ledger
 from helpers.lessons.fuser.fuser import FuseError, compile_source, fuse, generate_source, scalar_names
+from helpers.lessons.fuser import measure as versus
+from helpers.lessons.fuser.measure import COMMANDS
+from helpers.lessons.fuser.record import Contender, FuserRow, FuserVsCompile
+from helpers.lessons.fuser.report import summary
 from helpers.sizes import BLOCK_SIZE, blocks_for
+from helpers.timing import Timing
 
 N = 300  # not a multiple of the block size
 
@@ -317,3 +324,42 @@ def test_a_launch_too_small_for_n_is_refused_before_it_runs(chapter_kernel, conf
     chapter_kernel[blocks_for(N, 128), 128](a, b, c, S, out)  # enough threads, and more than enough: fine
     chapter_kernel[blocks_for(N) + 3, BLOCK_SIZE](a, b, c, S, out)
     checks.check_close(out, pipeline.reference(*(x.copy_to_host() for x in (a, b, c)), S))
+
+
+# --- notebook 06's comparison: the fuser, the hand-written kernel and torch.compile ---------------
+
+
+def test_the_comparison_reads_back_and_prints_a_line_per_size_and_implementation(tmp_path):
+    record = FuserVsCompile(expression="(a + b) * c / s", rows=[FuserRow(
+        n=2**20, bytes_moved=16 * 2**20, fuser_equals_hand_written=True,
+        contenders={"fuser": Contender(True, 0.0062, 85.2), "torch.compile": Contender(False, 0.0048, 65.3, 4.77e-7)})])
+    results.save(record, tmp_path)
+    assert results.load(FuserVsCompile, tmp_path).rows == record.rows
+    lines = summary(record).splitlines()
+    assert len(lines) == 3 and "GPU µs" in lines[0] and "host µs/call" in lines[0]
+    assert lines[1].split() == ["1,048,576", "fuser", "6.2", "85.2", "True", "0"]
+    assert lines[2].split()[-2:] == ["False", "4.77e-07"]
+
+
+@pytest.mark.skipif(not helpers.is_simulator(), reason="the simulator's answer")
+def test_the_comparison_times_nothing_in_the_simulator():
+    assert main_of("helpers.lessons.fuser", COMMANDS, []) == 0
+
+
+@pytest.mark.skipif(not helpers.is_simulator(), reason="stands in for the GPU's clock in the simulator")
+def test_the_comparison_checks_each_kernel_before_it_times_it(monkeypatch):
+    timed = []
+
+    def stand_in_timer(run, *, label="", repeats=1, **_):
+        run()
+        timed.append(label)
+        return Timing(label, [0.5])
+
+    monkeypatch.setattr(versus, "time_gpu", stand_in_timer)
+    monkeypatch.setattr(versus, "host_enqueue_us", lambda run: 7.0)
+    record = versus.measure((100, 300))
+    assert [row.n for row in record.rows] == [100, 300]
+    assert timed == ["fuser", "hand-written"] * 2  # torch.compile needs a GPU: left out, with its reason
+    for row in record.rows:
+        assert row.fuser_equals_hand_written and row.bytes_moved == 16 * row.n
+        assert all(c.equals_numpy and c.gpu_ms == 0.5 and c.host_us == 7.0 for c in row.contenders.values())

@@ -11,7 +11,7 @@ from numba import cuda
 
 import helpers
 import helpers.checks
-from helpers.lessons.transfers import multigpu
+from helpers.lessons.transfers import measure, multigpu
 
 two_gpus = pytest.mark.skipif(multigpu.gpu_count() < 2, reason="needs two GPUs")
 fewer_than_two = pytest.mark.skipif(multigpu.gpu_count() >= 2, reason="behaviour with fewer than two GPUs")
@@ -118,7 +118,7 @@ def test_every_measurement_refuses_and_says_why(capsys):
     assert multigpu.peer_copy_bandwidth(4096) is None
     assert multigpu.peer_copy_bandwidth(4096, allow_peer=False) is None
     assert multigpu.split_pipeline(1000) is None
-    assert multigpu.measure_two_gpus() is None
+    assert measure.measure_two_gpus() is None
     said = capsys.readouterr().out
     assert said.count(f"needs two GPUs; found {found}") == 4
 
@@ -135,7 +135,7 @@ def test_bad_sizes_are_named(nbytes):
     with pytest.raises(ValueError, match="positive multiple of 4"):
         multigpu.peer_copy_bandwidth(nbytes)
     with pytest.raises(ValueError, match="positive multiple of 4"):
-        multigpu.measure_two_gpus(nbytes)
+        measure.measure_two_gpus(nbytes)
 
 
 def test_split_needs_elements():
@@ -146,7 +146,7 @@ def test_split_needs_elements():
 @fewer_than_two
 def test_cli_exits_cleanly_with_the_message():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-m", "helpers.lessons.transfers.multigpu"], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-m", "helpers.lessons.transfers", "two-gpus"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert f"needs two GPUs; found {multigpu.gpu_count()}" in done.stdout

@@ -13,11 +13,11 @@ import pytest
 
 import helpers
 from helpers import results
-from helpers.lessons.dram.ncu import NcuDram
-from helpers.lessons.fuser.versus_compile import FuserVsCompile
+from helpers.lessons.dram.record import NcuDram
+from helpers.lessons.fuser.record import FuserVsCompile
 from helpers.lessons.roofline.record import Roofline
 from helpers.lessons.sweep.record import LaunchOverhead, Sweep
-from helpers.lessons.transfers.transfers import Transfers
+from helpers.lessons.transfers.record import Transfers
 
 COMMITTED = Path(__file__).resolve().parent.parent / "results" / "h200"
 RECORDS = [Sweep, LaunchOverhead, Roofline, Transfers, NcuDram, FuserVsCompile]

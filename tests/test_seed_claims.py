@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 import helpers
+from helpers import results
 from helpers.device import compute_capability, sm_count
-from helpers.lessons.arithmetic import seed_claims as sc
+from helpers.lessons.arithmetic import measure as sc
+from helpers.lessons.arithmetic import record, report
 
 CSV = '''==PROF== Connected to process
 "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
@@ -49,18 +51,18 @@ def test_lanes_are_counted_on_a_gpu_and_refused_in_the_simulator():
 
 
 def test_round_trip_and_table(tmp_path):
-    claims = sc.SeedClaims(
-        lanes=sc.LaneCount(132, [9, 0], 128, 16896),
+    claims = record.SeedClaims(
+        lanes=record.LaneCount(132, [9, 0], 128, 16896),
         kernels=[sc.kernel_use("add_kernel", 1024, sc.parse_metrics_csv(CSV)[0]["metrics"])],
         ncu_metrics=list(sc.THROUGHPUT_METRICS),
-        compile=sc.CompileFusion(1024, 3, 1, ["triton_poi_fused_0"], "@triton.jit", 4.8e-7, False, 0.0, "2.9", "3.4"),
+        compile=record.CompileFusion(1024, 3, 1, ["triton_poi_fused_0"], "@triton.jit", 4.8e-7, False, 0.0, "2.9", "3.4"),
         errors={"x": "why"},
     )
-    sc.save(claims, tmp_path)
-    back = sc.load(tmp_path)
+    results.save(claims, tmp_path)
+    back = results.load(record.SeedClaims, tmp_path)
     assert back.provenance is not None and back.provenance.backend == ("simulator" if helpers.is_simulator() else "gpu")
     back.provenance = claims.provenance
     assert back == claims
-    text = sc.table(back)
+    text = report.summary(back)
     assert "132 SMs x 128 FP32 lanes per SM = 16,896" in text and "torch.compile launches 1" in text
     assert "x not measured" in text and "long_scoreboard (75% of stalls)" in text

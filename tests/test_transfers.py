@@ -5,7 +5,8 @@ import pytest
 from matplotlib.figure import Figure
 
 import helpers
-from helpers.lessons.transfers import transfers
+from helpers.lessons.transfers import measure, report
+from helpers.lessons.transfers.record import Transfers
 
 on_gpu = pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU")
 in_simulator = pytest.mark.skipif(not helpers.is_simulator(), reason="simulator behaviour")
@@ -13,9 +14,9 @@ in_simulator = pytest.mark.skipif(not helpers.is_simulator(), reason="simulator 
 
 @in_simulator
 def test_simulator_gives_no_numbers_and_says_why(capsys):
-    assert transfers.transfer_bandwidth("host->device", "pinned", 4096) is None
-    assert transfers.measure_transfers() is None
-    assert transfers.pipeline_timings(1000) is None
+    assert measure.transfer_bandwidth("host->device", "pinned", 4096) is None
+    assert measure.measure_transfers() is None
+    assert measure.pipeline_timings(1000) is None
     said = capsys.readouterr().out
     assert said.count("timing skipped") == 3 and "simulator" in said
 
@@ -31,22 +32,22 @@ def test_simulator_gives_no_numbers_and_says_why(capsys):
 )
 def test_bad_arguments_are_named(direction, memory, nbytes, message):
     with pytest.raises(ValueError, match=message):
-        transfers.transfer_bandwidth(direction, memory, nbytes)
+        measure.transfer_bandwidth(direction, memory, nbytes)
 
 
 def test_sweep_sizes_grow_from_kibibytes_to_a_gibibyte():
-    sizes = transfers.transfer_sizes()
+    sizes = measure.transfer_sizes()
     assert sizes == sorted(sizes) and sizes[0] == 4096 and sizes[-1] == 2**30
     assert all(size % 4 == 0 for size in sizes)
 
 
 def test_plot_draws_one_line_per_kind_of_copy():
-    record = transfers.Transfers(
+    record = Transfers(
         sizes_bytes=[4096, 2**20], repeats=1,
         gbs={"host->device (pageable)": [1.0, 10.0], "host->device (pinned)": [2.0, 50.0],
              "device->device copy (read + write)": [5.0, 3000.0]},
     )
-    figure = transfers.plot_transfers(record, title="test")
+    figure = report.plot_transfers(record, title="test")
     assert isinstance(figure, Figure)
     axes = figure.axes[0]
     assert [line.get_label() for line in axes.get_lines()] == list(record.gbs)
@@ -54,10 +55,10 @@ def test_plot_draws_one_line_per_kind_of_copy():
 
 
 @on_gpu
-@pytest.mark.parametrize("direction", transfers.DIRECTIONS)
-@pytest.mark.parametrize("memory", transfers.HOST_MEMORY)
+@pytest.mark.parametrize("direction", measure.DIRECTIONS)
+@pytest.mark.parametrize("memory", measure.HOST_MEMORY)
 def test_gpu_transfer_bandwidth_is_a_plausible_host_link_figure(direction, memory):
-    measured = transfers.transfer_bandwidth(direction, memory, 64 * 2**20, repeats=5)
+    measured = measure.transfer_bandwidth(direction, memory, 64 * 2**20, repeats=5)
     assert measured is not None
     timing, gbs = measured
     assert len(timing.samples_ms) == 5 and timing.median_ms > 0
@@ -66,9 +67,9 @@ def test_gpu_transfer_bandwidth_is_a_plausible_host_link_figure(direction, memor
 
 @on_gpu
 def test_gpu_sweep_reports_every_kind_of_copy():
-    record = transfers.measure_transfers(sizes=[2**16, 2**22], repeats=3)
+    record = measure.measure_transfers(sizes=[2**16, 2**22], repeats=3)
     assert record.sizes_bytes == [2**16, 2**22]
-    assert set(record.gbs) == {f"{d} ({m})" for d in transfers.DIRECTIONS for m in transfers.HOST_MEMORY} | {
+    assert set(record.gbs) == {f"{d} ({m})" for d in measure.DIRECTIONS for m in measure.HOST_MEMORY} | {
         "device->device copy (read + write)"
     }
     assert all(len(v) == 2 and min(v) > 0 for v in record.gbs.values())
@@ -76,7 +77,7 @@ def test_gpu_sweep_reports_every_kind_of_copy():
 
 @on_gpu
 def test_gpu_host_arrays_make_the_pipeline_slower_than_device_arrays():
-    timings = transfers.pipeline_timings(2**22, repeats=3)
+    timings = measure.pipeline_timings(2**22, repeats=3)
     assert set(timings) == {"three kernels, host arrays", "fused, host arrays",
                             "three kernels, on device", "fused, on device"}
     assert timings["three kernels, host arrays"].median_ms > 2 * timings["three kernels, on device"].median_ms
@@ -95,20 +96,20 @@ def test_gpu_code_paths_run_in_the_simulator_with_a_stand_in_timer(monkeypatch):
         calls.append(label)
         return Timing(label, [1.0])
 
-    monkeypatch.setattr(transfers, "is_simulator", lambda: False)
-    monkeypatch.setattr(transfers, "time_gpu", stand_in_timer)
-    monkeypatch.setattr(transfers, "copy_bandwidth", lambda n, repeats: (Timing("copy", [1.0]), 8.0 * n / 1e6))
+    monkeypatch.setattr(measure, "is_simulator", lambda: False)
+    monkeypatch.setattr(measure, "time_gpu", stand_in_timer)
+    monkeypatch.setattr(measure, "copy_bandwidth", lambda n, repeats: (Timing("copy", [1.0]), 8.0 * n / 1e6))
 
-    timing, gbs = transfers.transfer_bandwidth("device->host", "pinned", 4096)
+    timing, gbs = measure.transfer_bandwidth("device->host", "pinned", 4096)
     assert calls == ["device->host (pinned)"] and gbs == pytest.approx(4096 / 1e-3 / 1e9)
 
-    record = transfers.measure_transfers(sizes=[4096, 8192], repeats=1)
+    record = measure.measure_transfers(sizes=[4096, 8192], repeats=1)
     assert list(record.gbs) == [
         "host->device (pageable)", "host->device (pinned)", "device->host (pageable)", "device->host (pinned)",
         "device->device copy (read + write)",
     ]
     assert record.gbs["device->device copy (read + write)"] == [8.0 * 1024 / 1e6, 8.0 * 2048 / 1e6]
 
-    timings = transfers.pipeline_timings(300)  # each workload is checked against NumPy before "timing"
+    timings = measure.pipeline_timings(300)  # each workload is checked against NumPy before "timing"
     assert list(timings) == ["three kernels, host arrays", "fused, host arrays",
                              "three kernels, on device", "fused, on device"]

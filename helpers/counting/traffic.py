@@ -15,7 +15,7 @@ loads.  With that definition the two counts agree exactly, and the tests check i
 for every kernel of the series and a corpus of kernels a student could write
 (tests/test_corpus.py), or the static count refuses with the construct it cannot follow.
 
-The third count, Nsight Compute's DRAM bytes, is in :mod:`helpers.lessons.dram.ncu`.
+The third count, Nsight Compute's DRAM bytes, is in :mod:`helpers.lessons.dram.measure`.
 """
 
 from __future__ import annotations

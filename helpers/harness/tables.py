@@ -6,7 +6,13 @@
     fused          1.165
 
 The first column is aligned left, the others right; a cell is printed with ``str``, except a
-float, which keeps four significant figures, and ``None``, which prints as ``-``.
+float, which keeps four significant figures, and ``None``, which prints as ``-``.  A table
+whose layout must not move with its data (a notebook's checked output) gives each column
+its least width and the spaces between columns:
+
+    >>> print(table([["add", "16 KiB"]], ["kernel", "in flight/SM"], widths=(8, 13), gap=1))
+    kernel    in flight/SM
+    add             16 KiB
 """
 
 from __future__ import annotations
@@ -29,18 +35,26 @@ def cell(value: Any) -> str:
     return str(value)
 
 
-def table(rows: Sequence[Sequence[Any]], columns: Sequence[str], *, align: str | None = None) -> str:
+def table(rows: Sequence[Sequence[Any]], columns: Sequence[str], *, align: str | None = None,
+          widths: Sequence[int] | None = None, gap: int = 2) -> str:
     """``rows`` under the header ``columns``, each column as wide as its widest cell.
 
-    ``align`` gives one letter a column, ``l`` or ``r`` (default: the first left, the rest right).
+    ``align`` gives one letter a column, ``l`` or ``r`` (default: the first left, the rest right);
+    ``widths`` the least width of each column (0: as wide as its cells); ``gap`` the spaces
+    between two columns.
     """
     if any(len(row) != len(columns) for row in rows):
         raise ValueError(f"every row needs {len(columns)} cells, one per column {list(columns)}")
     align = align or "l" + "r" * (len(columns) - 1)
     if len(align) != len(columns) or set(align) - {"l", "r"}:
         raise ValueError(f"align needs one of 'l' or 'r' per column, got {align!r}")
+    least = list(widths) if widths is not None else [0] * len(columns)
+    if len(least) != len(columns) or any(w < 0 for w in least):
+        raise ValueError(f"widths needs one width (0 or more) per column, got {widths!r}")
+    if gap < 1:
+        raise ValueError(f"gap must be at least 1 space, got {gap}")
     text = [list(columns)] + [[cell(v) for v in row] for row in rows]
-    widths = [max(len(r[i]) for r in text) for i in range(len(columns))]
-    lines = ["  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(r, widths, align)).rstrip()
+    sizes = [max([least[i]] + [len(r[i]) for r in text]) for i in range(len(columns))]
+    lines = [(" " * gap).join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(r, sizes, align)).rstrip()
              for r in text]
     return "\n".join(lines)

@@ -9,4 +9,5 @@
 set -euo pipefail
 if ! command -v ncu >/dev/null; then echo "ncu is not on PATH: skipping the hardware count"; exit 0; fi
 ncu --version | tail -1
-timeout 115 python3 -m helpers.lessons.dram.ncu corpus --log2-n 26 ${OUT:+--out "$OUT"}
+timeout 115 python3 -m helpers.lessons.dram corpus --log2-n 26
+if [ -n "${OUT:-}" ]; then cp results/*/ncu_corpus.json "$OUT"/ 2>/dev/null || true; fi

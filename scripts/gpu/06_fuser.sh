@@ -4,4 +4,4 @@
 #                                                 torch.compile: GPU time and host time per call
 # Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/06_fuser.sh
 set -euo pipefail
-python3 -m helpers.lessons.fuser.versus_compile
+python3 -m helpers.lessons.fuser

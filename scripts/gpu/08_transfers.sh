@@ -4,4 +4,4 @@
 #                                                 device copy, and the pipeline on host arrays
 # Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/08_transfers.sh
 set -euo pipefail
-python3 -m helpers.lessons.transfers.transfers
+python3 -m helpers.lessons.transfers host-link

@@ -13,7 +13,7 @@
 set -euo pipefail
 export PYTHONUNBUFFERED=1
 status=0  # a run cut short still leaves its checkpointed JSON: copy it either way
-timeout 115 python3 -m helpers.lessons.inflight.inflight --repeats 15 --n-probe $((1 << 26)) --n-kernels $(((1 << 26) + 3)) || status=$?
+timeout 115 python3 -m helpers.lessons.inflight --repeats 15 --n-probe $((1 << 26)) --n-kernels $(((1 << 26) + 3)) || status=$?
 if [ -n "${OUT:-}" ]; then
     for d in results/h200 results/gpu; do cp "$d"/bytes_in_flight*.json "$d"/bytes_in_flight*.png "$OUT"/ 2>/dev/null || true; done
 fi

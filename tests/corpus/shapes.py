@@ -4,9 +4,9 @@ Each :class:`Shape` is one kernel, how to make its arguments at a size ``n`` and
 to launch it.  ``refuse`` is ``None`` when both counts must agree, or words the
 static counter's refusal must contain when it cannot follow the kernel.  ``ncu``
 marks the shapes also measured with Nsight Compute on a GPU
-(``python -m helpers.lessons.dram.ncu corpus``).
+(``python -m helpers.lessons.dram corpus``).
 
-This file is loaded by path (tests/test_corpus.py and helpers.lessons.dram.ncu), so it
+This file is loaded by path (tests/test_corpus.py and helpers.lessons.dram.measure), so it
 imports nothing from tests/.
 """
 

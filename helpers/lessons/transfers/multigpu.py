@@ -6,9 +6,8 @@
 * :func:`split_pipeline` -- the add kernel on GPU0, its intermediate ``t1`` copied to GPU1,
   multiply and scale there; checked against NumPy, timed beside the three-kernel and
   fused pipelines on GPU0, with the bytes that crossed counted by :func:`link_bytes`.
-* :func:`measure_two_gpus` gathers everything (plus the device-memory and host-link
-  bandwidths of each GPU) into one JSON-ready record; ``python -m helpers.lessons.transfers.multigpu``
-  writes it as ``results/<gpu>/two_gpus.json``.
+* :func:`helpers.lessons.transfers.measure.measure_two_gpus` gathers everything into one
+  record; ``python -m helpers.lessons.transfers two-gpus`` writes it as ``results/<gpu>/two_gpus.json``.
 
 In the simulator, or with fewer than two GPUs, every measuring function prints why and
 returns ``None``: never a made-up number.
@@ -20,26 +19,17 @@ import contextlib
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
+from numba import cuda
+from numba.cuda.cudadrv.driver import CudaAPIError
 
 from helpers.backend import is_simulator
 from helpers.checks import check_close, poison, poisoned, random_inputs
-from helpers.device import banner
-from helpers.lessons.transfers.transfers import DIRECTIONS, transfer_bandwidth
-from helpers.pipeline import (
-    add_kernel,
-    multiply_kernel,
-    reference,
-    run_fused,
-    run_three_kernels,
-    scale_kernel,
-)
-from helpers.results import Record, save
-from helpers.sizes import BLOCK_SIZE, blocks_for, default_size
-from helpers.timing import Timing, copy_bandwidth, time_gpu
+from helpers.pipeline import add_kernel, launch_fused, launch_three, multiply_kernel, reference, scale_kernel
+from helpers.sizes import BLOCK_SIZE, blocks_for
+from helpers.timing import Timing, time_gpu
 
 NVLINK = re.compile(r"^NV(\d+)$")
 PCIE_PATHS = {  # the legend of `nvidia-smi topo -m`, in short
@@ -58,14 +48,10 @@ def needs_two_gpus(found: int) -> str:
 
 def gpu_count() -> int:
     """CUDA devices visible to Numba (0 in the simulator, whose one fake GPU measures nothing)."""
-    if is_simulator():
-        return 0
-    from numba import cuda
-
-    return len(cuda.gpus)
+    return 0 if is_simulator() else len(cuda.gpus)
 
 
-def _ready(src: int, dst: int) -> bool:
+def ready(src: int, dst: int) -> bool:
     """True when GPUs ``src`` and ``dst`` exist and differ; otherwise say why and return False."""
     found = gpu_count()
     if found < 2:
@@ -76,7 +62,8 @@ def _ready(src: int, dst: int) -> bool:
     return True
 
 
-def _check_nbytes(nbytes: int) -> None:
+def check_nbytes(nbytes: int) -> None:
+    """A ``ValueError`` unless ``nbytes`` is a whole number of float32 elements."""
     if nbytes < 4 or nbytes % 4:
         raise ValueError(f"nbytes must be a positive multiple of 4 (float32 elements), got {nbytes}")
 
@@ -85,8 +72,6 @@ def peer_access(src: int, dst: int) -> bool:
     """Whether GPU ``dst`` can read and write GPU ``src``'s memory directly (cuDeviceCanAccessPeer)."""
     if gpu_count() < 2 or src == dst:
         return False
-    from numba import cuda
-
     return cuda.gpus[dst].get_primary_context().can_access_peer(src)
 
 
@@ -95,9 +80,6 @@ def enable_peer_access(src: int, dst: int) -> bool:
     if not peer_access(src, dst):
         print(f"no peer access from GPU{dst} to GPU{src}: copies are staged through the host")
         return False
-    from numba import cuda
-    from numba.cuda.cudadrv.driver import CudaAPIError
-
     with cuda.gpus[dst]:
         try:
             cuda.current_context().enable_peer_access(cuda.gpus[src].get_primary_context().handle)
@@ -111,12 +93,10 @@ def enable_peer_access(src: int, dst: int) -> bool:
 @contextlib.contextmanager
 def on_gpu(index: int) -> Iterator[None]:
     """Make GPU ``index`` current for Numba, and for CuPy when installed (used by library copies)."""
-    from numba import cuda
-
     with contextlib.ExitStack() as stack:
         stack.enter_context(cuda.gpus[index])
         try:
-            import cupy
+            import cupy  # CuPy is optional: its copies follow the current GPU only when it is there
 
             stack.enter_context(cupy.cuda.Device(index))
         except ImportError:
@@ -185,8 +165,6 @@ def _summary(timing: Timing, **extra: Any) -> dict[str, Any]:
 
 def _cross(source: Any, target: Any, src: int, dst: int, peer: bool, staging: Any) -> None:
     """Copy ``source`` (on ``src``) into ``target`` (on ``dst``); call with ``dst`` current."""
-    from numba import cuda
-
     if peer:
         target.copy_to_device(source)  # cuMemcpyDtoD between the two GPUs' addresses
     else:
@@ -201,11 +179,9 @@ def peer_copy_bandwidth(nbytes: int, src: int = 0, dst: int = 1, repeats: int = 
 
     ``allow_peer=False`` takes the path through the host even where the direct one exists.
     """
-    _check_nbytes(nbytes)
-    if not _ready(src, dst):
+    check_nbytes(nbytes)
+    if not ready(src, dst):
         return None
-    from numba import cuda
-
     host = np.random.default_rng().random(nbytes // 4, dtype=np.float32)
     peer = allow_peer and enable_peer_access(src, dst)
     with on_gpu(src):
@@ -226,6 +202,21 @@ def peer_copy_bandwidth(nbytes: int, src: int = 0, dst: int = 1, repeats: int = 
     return _summary(timing, path=path, nbytes=nbytes, gbs=timing.bandwidth_gbs(nbytes))
 
 
+def _one_gpu(gpu: int, arrays: tuple[Any, ...], expected: np.ndarray, repeats: int) -> dict[str, Timing | None]:
+    """The three-kernel and fused pipelines on GPU ``gpu`` (current), each checked against NumPy, then timed."""
+    a, b, c, s, t1, t2, out = arrays
+    singles = {"three kernels": lambda: launch_three(a, b, c, s, t1, t2, out),
+               "fused": lambda: launch_fused(a, b, c, s, out)}
+    timings = {}
+    for label, run in singles.items():
+        poison(out)
+        run()
+        cuda.synchronize()
+        check_close(out, expected, name=f"out ({label}, one GPU)")
+        timings[label] = time_gpu(run, label=f"{label} on GPU{gpu}", repeats=repeats)
+    return timings
+
+
 def split_pipeline(n: int, repeats: int = 20, src: int = 0, dst: int = 1) -> dict[str, Any] | None:
     """``(a + b) * c / s`` with add on GPU ``src`` and multiply, scale on GPU ``dst``.
 
@@ -234,11 +225,8 @@ def split_pipeline(n: int, repeats: int = 20, src: int = 0, dst: int = 1) -> dic
     """
     if n <= 0:
         raise ValueError(f"n must be positive, got {n}")
-    if not _ready(src, dst):
+    if not ready(src, dst):
         return None
-    from numba import cuda
-
-
     a, b, c = random_inputs(n)
     s = np.float32(1.5)
     expected, blocks = reference(a, b, c, s), blocks_for(n)
@@ -269,96 +257,17 @@ def split_pipeline(n: int, repeats: int = 20, src: int = 0, dst: int = 1) -> dic
         split(copied)
         cuda.synchronize()
         check_close(out_1, expected, name="out (split over two GPUs)")
-        timings = {"split": time_gpu(lambda: split([]), label="split: add on GPU0, multiply+scale on GPU1",
+        timings: dict[str, Timing | None] = {"split": time_gpu(lambda: split([]), label="split: add on GPU0, multiply+scale on GPU1",
                                      repeats=repeats, hide_launch=peer)}
     with on_gpu(src):
-        singles = {"three kernels": lambda: run_three_kernels(a0, b0, c0, s, t1_0, t2_0, out_0),
-                   "fused": lambda: run_fused(a0, b0, c0, s, out_0)}
-        for label, run in singles.items():
-            poison(out_0)
-            run()
-            cuda.synchronize()
-            check_close(out_0, expected, name=f"out ({label}, one GPU)")
-            timings[label] = time_gpu(run, label=f"{label} on GPU{src}", repeats=repeats)
+        timings.update(_one_gpu(src, (a0, b0, c0, s, t1_0, t2_0, out_0), expected, repeats))
     crossed = link_bytes(copied)
     return {"n": n, "path": "peer (direct)" if peer else "staged through pinned host memory",
             "link_bytes": crossed, "link_bytes_per_element": crossed / n,
             "timings": {label: _summary(t) for label, t in timings.items() if t is not None}}
 
 
-def _device_name(index: int) -> str:
-    from numba import cuda
-
+def gpu_name(index: int) -> str:
+    """GPU ``index``'s name, as the driver gives it."""
     name = cuda.gpus[index].name
     return name.decode() if isinstance(name, bytes) else str(name)
-
-
-@dataclass(kw_only=True)
-class TwoGpus(Record):
-    """Every two-GPU figure: the link, peer and staged copies, each GPU's own bandwidths, the split pipeline."""
-
-    SCHEMA: ClassVar[str] = "two_gpus"
-    VERSION: ClassVar[int] = 1
-    devices: list[str]
-    link: dict[str, Any]
-    peer_access: dict[str, bool]
-    nbytes: int
-    peer_copy: dict[str, dict[str, Any]]
-    staged_copy: dict[str, dict[str, Any]]
-    device_copy_gbs: dict[int, dict[str, Any]] = field(default_factory=dict)
-    host_link_pinned_gbs: dict[int, dict[str, float]] = field(default_factory=dict)
-    split_pipeline: dict[str, Any] | None = None
-
-
-def measure_two_gpus(nbytes: int = 2**28, n: int | None = None, repeats: int = 20) -> TwoGpus | None:
-    """Every two-GPU figure in one record (``None`` with fewer than two GPUs)."""
-    _check_nbytes(nbytes)
-    if not _ready(0, 1):
-        return None
-    record = TwoGpus(
-        devices=[_device_name(i) for i in range(gpu_count())],
-        link=link_between(0, 1),
-        peer_access={"0->1": peer_access(0, 1), "1->0": peer_access(1, 0)},
-        nbytes=nbytes,
-        peer_copy={f"{s}->{d}": peer_copy_bandwidth(nbytes, s, d, repeats) for s, d in ((0, 1), (1, 0))},
-        staged_copy={"0->1": peer_copy_bandwidth(nbytes, 0, 1, repeats, allow_peer=False)},
-    )
-    for gpu in (0, 1):
-        with on_gpu(gpu):
-            measured = copy_bandwidth(nbytes // 4, repeats=repeats)
-            assert measured is not None
-            record.device_copy_gbs[gpu] = {"label": measured[0].label, "gbs": measured[1]}
-            record.host_link_pinned_gbs[gpu] = {
-                d: transfer_bandwidth(d, "pinned", nbytes, repeats)[1] for d in DIRECTIONS}  # type: ignore[index]
-    record.split_pipeline = split_pipeline(n or default_size(), repeats)
-    return record
-
-
-def main() -> int:
-    """``python -m helpers.lessons.transfers.multigpu``: measure, write ``two_gpus.json``, print a short table."""
-
-    print(banner())
-    found = gpu_count()
-    if found < 2:
-        print(f"{needs_two_gpus(found)}: nothing measured, nothing written")
-        return 0
-    record = measure_two_gpus()
-    assert record is not None
-    path = save(record)
-    print(f"{' and '.join(record.devices[:2])}; link: {record.link['description']}")
-    for way, row in [*record.peer_copy.items(), *record.staged_copy.items()]:
-        print(f"  GPU{way} copy      {row['gbs']:8.1f} GB/s  ({row['path']})")
-    for gpu, row in record.device_copy_gbs.items():
-        print(f"  GPU{gpu} device copy  {row['gbs']:8.1f} GB/s  (read + write)")
-        for way, gbs in record.host_link_pinned_gbs[gpu].items():
-            print(f"  GPU{gpu} {way:13s} {gbs:8.1f} GB/s  (pinned)")
-    split = record.split_pipeline or {"timings": {}, "link_bytes": 0, "link_bytes_per_element": 0}
-    for row in split["timings"].values():
-        print(f"  {row['label']:45s} {row['median_ms']:.3f} ms")
-    print(f"  bytes across the link: {split['link_bytes']:,} ({split['link_bytes_per_element']:g} per element)")
-    print("wrote", path)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,62 +1,56 @@
-"""One order of magnitude out: copies between host memory and the GPU.
+"""One order of magnitude out: copies between host memory and the GPU, and between two GPUs.
 
-Three measurements, all with CUDA events (see :mod:`helpers.timing`):
+Measured with CUDA events (see :mod:`helpers.timing`):
 
 * :func:`transfer_bandwidth` -- one copy of ``nbytes`` host->device or device->host,
   from *pageable* host memory (an ordinary NumPy array, which the driver must stage
   through a pinned buffer) or *pinned* memory (``cuda.pinned_array``, which the GPU's
   copy engine reads directly).
 * :func:`measure_transfers` -- a sweep of sizes for all four, beside the
-  device-to-device copy of :func:`helpers.timing.copy_bandwidth`, as a JSON-ready record;
-  :func:`plot_transfers` draws it.
+  device-to-device copy of :func:`helpers.timing.copy_bandwidth`, as a :class:`Transfers` record.
 * :func:`pipeline_timings` -- the chapter's pipeline launched on host NumPy arrays
   (Numba copies every one in and out around every launch) against the same kernels on
   arrays that stay on the device.
+* :func:`measure_two_gpus` -- every two-GPU figure of :mod:`helpers.lessons.transfers.multigpu`
+  (plus the device-memory and host-link bandwidths of each GPU) in one :class:`TwoGpus` record.
 
-In the simulator there is no host link to measure: every function says so and returns
-``None``, never a made-up number.
+``python -m helpers.lessons.transfers host-link`` writes ``transfers.json`` (and a plot),
+``two-gpus`` writes ``two_gpus.json``.  In the simulator, or with fewer than two GPUs for
+the second, every measuring function says why and returns ``None``: never a made-up number.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, ClassVar
 
 import numpy as np
+from numba import cuda
 
 from helpers.backend import is_simulator
 from helpers.checks import check_close, poison, random_inputs
 from helpers.device import banner, device_name
-from helpers.pipeline import add_kernel, fused_kernel, multiply_kernel, reference, scale_kernel
-from helpers.results import Record, save
-from helpers.sizes import BLOCK_SIZE, blocks_for, default_size
+from helpers.harness.cli import Command
+from helpers.lessons.transfers.multigpu import (
+    check_nbytes,
+    gpu_count,
+    gpu_name,
+    link_between,
+    needs_two_gpus,
+    on_gpu,
+    peer_access,
+    peer_copy_bandwidth,
+    ready,
+    split_pipeline,
+)
+from helpers.lessons.transfers.record import PipelineOnHost, Transfers, TwoGpus
+from helpers.lessons.transfers.report import host_link_lines, plot_transfers, two_gpus_lines
+from helpers.pipeline import launch_fused, launch_three, reference
+from helpers.results import Provenance, folder_for
+from helpers.sizes import default_size
 from helpers.timing import SIMULATOR_MESSAGE, Timing, copy_bandwidth, time_gpu
 
 DIRECTIONS = ("host->device", "device->host")
 HOST_MEMORY = ("pageable", "pinned")
-
-
-@dataclass
-class PipelineOnHost:
-    """The pipeline on host arrays (implicit copies) against the same kernels on device arrays."""
-
-    n: int
-    median_ms: dict[str, float]
-    spread_ms: dict[str, float]
-
-
-@dataclass(kw_only=True)
-class Transfers(Record):
-    """GB/s against copy size for each kind of copy, and the pipeline with and without implicit copies."""
-
-    SCHEMA: ClassVar[str] = "transfers"
-    VERSION: ClassVar[int] = 2
-    sizes_bytes: list[int]
-    gbs: dict[str, list[float]]
-    repeats: int
-    pipeline: PipelineOnHost | None = None
 
 
 def transfer_sizes() -> list[int]:
@@ -69,8 +63,7 @@ def _check(direction: str, memory: str, nbytes: int) -> None:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
     if memory not in HOST_MEMORY:
         raise ValueError(f"memory must be one of {HOST_MEMORY}, got {memory!r}")
-    if nbytes < 4 or nbytes % 4:
-        raise ValueError(f"nbytes must be a positive multiple of 4 (float32 elements), got {nbytes}")
+    check_nbytes(nbytes)
 
 
 def transfer_bandwidth(direction: str, memory: str, nbytes: int, repeats: int = 10) -> tuple[Timing, float] | None:
@@ -82,8 +75,6 @@ def transfer_bandwidth(direction: str, memory: str, nbytes: int, repeats: int = 
     if is_simulator():
         print(SIMULATOR_MESSAGE)
         return None
-    from numba import cuda
-
     n = nbytes // 4
     host = cuda.pinned_array(n, dtype=np.float32) if memory == "pinned" else np.empty(n, dtype=np.float32)
     host[:] = 1.0  # touch every page, so that first-touch faults are not timed
@@ -110,39 +101,11 @@ def measure_transfers(sizes: list[int] | None = None, repeats: int = 10) -> Tran
     series: dict[str, list[float]] = {}
     for direction in DIRECTIONS:
         for memory in HOST_MEMORY:
-            label = f"{direction} ({memory})"
-            series[label] = []
-            for nbytes in sizes:
-                measured = transfer_bandwidth(direction, memory, nbytes, repeats)
-                assert measured is not None
-                series[label].append(measured[1])
-    device = []
-    for nbytes in sizes:
-        measured = copy_bandwidth(nbytes // 4, repeats=repeats)
-        assert measured is not None
-        device.append(measured[1])
-    series["device->device copy (read + write)"] = device
+            series[f"{direction} ({memory})"] = [transfer_bandwidth(direction, memory, nbytes, repeats)[1]  # type: ignore[index]
+                                                 for nbytes in sizes]
+    series["device->device copy (read + write)"] = [copy_bandwidth(nbytes // 4, repeats=repeats)[1]  # type: ignore[index]
+                                                    for nbytes in sizes]
     return Transfers(sizes_bytes=sizes, gbs=series, repeats=repeats)
-
-
-def plot_transfers(record: Transfers, title: str = "") -> Any:
-    """GB/s against copy size, one line per kind of copy; returns the matplotlib Figure."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    sizes = record.sizes_bytes
-    for label, values in record.gbs.items():
-        style = "-" if "device->device" in label else "--" if "pageable" in label else "-o"
-        _ = ax.plot(sizes, values, style, label=label, markersize=3)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("bytes per copy")
-    ax.set_ylabel("GB/s")
-    ax.set_title(title or "host link against device memory")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
 
 
 def pipeline_timings(n: int, repeats: int = 5) -> dict[str, Timing] | None:
@@ -155,29 +118,17 @@ def pipeline_timings(n: int, repeats: int = 5) -> dict[str, Timing] | None:
     if is_simulator():
         print(SIMULATOR_MESSAGE)
         return None
-    from numba import cuda
-
-
     a, b, c = random_inputs(n)
     s = np.float32(1.5)
-    blocks = blocks_for(n)
     host = {name: np.full(n, np.nan, dtype=np.float32) for name in ("t1", "t2", "out")}
     dev = {name: cuda.to_device(x) for name, x in (("a", a), ("b", b), ("c", c))}
     dev.update({name: cuda.to_device(x) for name, x in host.items()})
-
-    def three(x: dict[str, Any], a: Any, b: Any, c: Any) -> None:
-        add_kernel[blocks, BLOCK_SIZE](a, b, x["t1"])
-        multiply_kernel[blocks, BLOCK_SIZE](x["t1"], c, x["t2"])
-        scale_kernel[blocks, BLOCK_SIZE](x["t2"], s, x["out"])
-
-    def fused(x: dict[str, Any], a: Any, b: Any, c: Any) -> None:
-        fused_kernel[blocks, BLOCK_SIZE](a, b, c, s, x["out"])
-
-    runs = {
-        "three kernels, host arrays": lambda: three(host, a, b, c),
-        "fused, host arrays": lambda: fused(host, a, b, c),
-        "three kernels, on device": lambda: three(dev, dev["a"], dev["b"], dev["c"]),
-        "fused, on device": lambda: fused(dev, dev["a"], dev["b"], dev["c"]),
+    runs = {  # the same launches on host arrays (Numba copies them in and out) and on device arrays
+        "three kernels, host arrays": lambda: launch_three(a, b, c, s, host["t1"], host["t2"], host["out"]),
+        "fused, host arrays": lambda: launch_fused(a, b, c, s, host["out"]),
+        "three kernels, on device": lambda: launch_three(dev["a"], dev["b"], dev["c"], s, dev["t1"], dev["t2"],
+                                                         dev["out"]),
+        "fused, on device": lambda: launch_fused(dev["a"], dev["b"], dev["c"], s, dev["out"]),
     }
     expected = reference(a, b, c, s)
     timings: dict[str, Timing] = {}
@@ -196,12 +147,34 @@ def pipeline_timings(n: int, repeats: int = 5) -> dict[str, Timing] | None:
     return timings
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m helpers.lessons.transfers.transfers``: host link against device memory; writes ``transfers.json`` and a plot."""
-    parser = argparse.ArgumentParser(prog="python -m helpers.lessons.transfers.transfers", description=main.__doc__.split(":", 1)[1].strip())
-    parser.add_argument("--repeats", type=int, default=10, help="timed copies per size")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default results/<gpu>)")
-    args = parser.parse_args(argv)
+def measure_two_gpus(nbytes: int = 2**28, n: int | None = None, repeats: int = 20) -> TwoGpus | None:
+    """Every two-GPU figure in one record (``None`` with fewer than two GPUs)."""
+    check_nbytes(nbytes)
+    if not ready(0, 1):
+        return None
+    record = TwoGpus(
+        devices=[gpu_name(i) for i in range(gpu_count())],
+        link=link_between(0, 1),
+        peer_access={"0->1": peer_access(0, 1), "1->0": peer_access(1, 0)},
+        nbytes=nbytes,
+        peer_copy={f"{s}->{d}": peer_copy_bandwidth(nbytes, s, d, repeats) for s, d in ((0, 1), (1, 0))},
+        staged_copy={"0->1": peer_copy_bandwidth(nbytes, 0, 1, repeats, allow_peer=False)},
+    )
+    for gpu in (0, 1):
+        with on_gpu(gpu):
+            measured = copy_bandwidth(nbytes // 4, repeats=repeats)
+            assert measured is not None
+            record.device_copy_gbs[gpu] = {"label": measured[0].label, "gbs": measured[1]}
+            record.host_link_pinned_gbs[gpu] = {
+                d: transfer_bandwidth(d, "pinned", nbytes, repeats)[1] for d in DIRECTIONS}  # type: ignore[index]
+    record.split_pipeline = split_pipeline(n or default_size(), repeats)
+    return record
+
+
+# --- the commands -------------------------------------------------------------------------------
+
+
+def _host_link(args: argparse.Namespace) -> Transfers | int:
     print(banner())
     record = measure_transfers(repeats=args.repeats)
     if record is None:
@@ -211,16 +184,29 @@ def main(argv: list[str] | None = None) -> int:
     assert timings is not None
     record.pipeline = PipelineOnHost(n=n, median_ms={k: t.median_ms for k, t in timings.items()},
                                      spread_ms={k: t.spread_ms for k, t in timings.items()})
-    path = save(record, folder=args.out)
+    folder = args.out or folder_for(Provenance.here())
+    folder.mkdir(parents=True, exist_ok=True)
     plot_transfers(record, title=f"host link against device memory ({device_name()})").savefig(
-        path.with_suffix(".png"), dpi=120)
-    for label, values in record.gbs.items():
-        print(f"{label:40s} {values[-1]:8.1f} GB/s at {record.sizes_bytes[-1]} bytes")
-    for timing in timings.values():
-        print(timing)
-    print("wrote", path)
-    return 0
+        folder / "transfers.png", dpi=120)
+    print(host_link_lines(record, timings))
+    return record
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def _two_gpus(args: argparse.Namespace) -> TwoGpus | int:
+    print(banner())
+    found = gpu_count()
+    if found < 2:
+        print(f"{needs_two_gpus(found)}: nothing measured, nothing written")
+        return 0
+    record = measure_two_gpus()
+    assert record is not None
+    print(two_gpus_lines(record))
+    return record
+
+
+COMMANDS = [
+    Command("host-link", "host<->device copies (pageable, pinned) against the device copy, and the pipeline on "
+            "host arrays (transfers.json)", _host_link,
+            lambda p: p.add_argument("--repeats", type=int, default=10, help="timed copies per size")),
+    Command("two-gpus", "copies between two GPUs and the pipeline split across them (two_gpus.json)", _two_gpus),
+]

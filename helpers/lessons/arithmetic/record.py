@@ -1,0 +1,73 @@
+"""The record of the seed's three claims, measured (``seed_claims.json``).
+
+Written by :mod:`helpers.lessons.arithmetic.measure` (``python -m helpers.lessons.arithmetic all``),
+read back with ``helpers.results.load(SeedClaims)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from helpers.results import Record
+
+
+@dataclass
+class LaneCount:
+    """FP32 lanes on the device: SMs x lanes per SM."""
+
+    sm_count: int
+    compute_capability: list[int]
+    fp32_lanes_per_sm: int
+    lanes: int
+
+
+@dataclass
+class KernelUse:
+    """One kernel as ncu saw it: how busy the SMs and the DRAM were, and why warps waited."""
+
+    kernel: str
+    n: int
+    duration_us: float | None
+    sm_throughput_pct: float | None
+    dram_throughput_pct: float | None
+    issue_active_pct: float | None = None
+    fma_pipe_pct: float | None = None
+    stalls_per_issue: dict[str, float] = field(default_factory=dict)  # reason -> warps stalled per issued instruction
+
+    def top_stall(self) -> tuple[str, float] | None:
+        """The stall reason that holds the most warps, and its share of all stalls."""
+        if not self.stalls_per_issue:
+            return None
+        total = sum(self.stalls_per_issue.values())
+        reason = max(self.stalls_per_issue, key=self.stalls_per_issue.__getitem__)
+        return reason, (self.stalls_per_issue[reason] / total if total else 0.0)
+
+
+@dataclass
+class CompileFusion:
+    """What ``torch.compile`` makes of ``(a + b) * c / s``."""
+
+    n: int
+    eager_kernels: int
+    compiled_kernels: int
+    compiled_kernel_names: list[str]
+    triton_source: str  # the generated Triton kernel, as Inductor wrote it
+    max_abs_diff_vs_numpy: float
+    bitwise_equal_to_numpy: bool
+    max_abs_diff_eager_vs_numpy: float
+    torch_version: str
+    triton_version: str | None
+
+
+@dataclass(kw_only=True)
+class SeedClaims(Record):
+    """The three measurements together; any part may be missing (``None``) with the reason in ``errors``."""
+
+    SCHEMA: ClassVar[str] = "seed_claims"
+    VERSION: ClassVar[int] = 1
+    lanes: LaneCount | None
+    kernels: list[KernelUse] | None
+    ncu_metrics: list[str]
+    compile: CompileFusion | None
+    errors: dict[str, str] = field(default_factory=dict)

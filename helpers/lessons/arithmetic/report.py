@@ -1,0 +1,55 @@
+"""What notebooks 02 and 03 print of the seed's claims: the lanes, how busy each kernel kept the GPU, torch.compile."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from helpers.harness.tables import table
+from helpers.lessons.arithmetic.record import CompileFusion, KernelUse, LaneCount, SeedClaims
+
+
+def lanes_line(lanes: LaneCount) -> str:
+    """``132 SMs x 128 FP32 lanes per SM = 16,896 FP32 lanes``."""
+    return f"{lanes.sm_count} SMs x {lanes.fp32_lanes_per_sm} FP32 lanes per SM = {lanes.lanes:,} FP32 lanes"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}%"
+
+
+def kernels_table(kernels: Sequence[KernelUse]) -> str:
+    """One line per kernel: its time, how busy the SMs and the DRAM were, how often an instruction issued, the top stall."""
+    rows = []
+    for k in kernels:
+        top = k.top_stall()
+        rows.append([k.kernel, "-" if k.duration_us is None else f"{k.duration_us:.1f} us", _pct(k.dram_throughput_pct),
+                     _pct(k.sm_throughput_pct), _pct(k.issue_active_pct), _pct(k.fma_pipe_pct),
+                     "-" if top is None else f"{top[0]} ({top[1]:.0%} of stalls)"])
+    columns = ["kernel", "time", "DRAM busy", "SMs busy", "issuing", "FMA pipes", "warps mostly waiting on"]
+    return (table(rows, columns, align="lrrrrrl", widths=(16, 0, 0, 0, 0, 0, 0)) +
+            "\n(% of each unit's peak; issuing: cycles in which a scheduler issued an instruction; "
+            "long_scoreboard: waiting for data from memory)")
+
+
+def compile_lines(c: CompileFusion) -> str:
+    """Kernels launched by eager torch and by torch.compile, and the compiled result against NumPy."""
+    return "\n".join([
+        f"torch eager launches {c.eager_kernels} GPU kernels for (a + b) * c / s; torch.compile launches "
+        f"{c.compiled_kernels}: {', '.join(c.compiled_kernel_names)}",
+        f"torch.compile against NumPy: bitwise equal {c.bitwise_equal_to_numpy}, largest difference {c.max_abs_diff_vs_numpy:.3g}; "
+        f"torch eager: largest difference {c.max_abs_diff_eager_vs_numpy:.3g}",
+        f"(torch {c.torch_version}, Triton {c.triton_version}, n = {c.n:,})",
+    ])
+
+
+def summary(claims: SeedClaims) -> str:
+    """A short printable summary of what was measured."""
+    out = []
+    if claims.lanes:
+        out.append("lanes: " + lanes_line(claims.lanes))
+    if claims.kernels:
+        out.append(kernels_table(claims.kernels))
+    if claims.compile:
+        out.append(compile_lines(claims.compile))
+    out += [f"{part} not measured: {why}" for part, why in claims.errors.items()]
+    return "\n".join(out)

@@ -1,0 +1,92 @@
+"""Notebook 06's comparison: the tiny fuser's kernel, the hand-written fused kernel and torch.compile.
+
+All three compute ``(a + b) * c / s``; each is checked against NumPy (at an odd size first,
+then at every size: :func:`helpers.harness.campaign.run_cases`), then timed two ways, so that
+like is compared with like:
+
+* **GPU time** -- CUDA events with the launch queued behind a short hold kernel
+  (:func:`helpers.timing.time_gpu`), so the host's cost of issuing it is hidden;
+* **host time per call** -- what issuing one call costs the Python thread
+  (:func:`helpers.timing.host_enqueue_us`).
+
+``python -m helpers.lessons.fuser`` writes ``fuser_vs_torch_compile.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from helpers.backend import is_simulator
+from helpers.device import banner
+from helpers.harness.campaign import Builder, Case, Pool, on_device, run_cases
+from helpers.harness.cli import Command
+from helpers.harness.device_checks import poison_on_device
+from helpers.harness.peers import numba_fused, prepare, torch_compiled
+from helpers.lessons.fuser.fuser import fuse
+from helpers.lessons.fuser.record import Contender, FuserRow, FuserVsCompile
+from helpers.lessons.fuser.report import summary
+from helpers.sizes import BLOCK_SIZE, blocks_for
+from helpers.timing import host_enqueue_us, time_gpu
+
+SIZES = (2**20, 2**24, 2**28)
+S = 1.5
+
+
+def fuser_peer(pool: Pool) -> Builder:
+    """The tiny fuser's kernel of the expression, launched through its checks."""
+    fused = fuse(lambda a, b, c, s: (a + b) * c / s, scalars=("s",))
+
+    def case(n: int) -> Case:
+        a, b, c, _, _, out = pool.views(n)
+        return Case(lambda: fused[blocks_for(n), BLOCK_SIZE](a, b, c, pool.s, out), lambda: out,
+                    lambda: poison_on_device(out))
+
+    return case
+
+
+PEERS = {"fuser": fuser_peer, "hand-written": numba_fused,
+         "torch.compile": lambda pool: torch_compiled(pool, dynamic=False)}
+
+
+def measure(sizes: tuple[int, ...] = SIZES) -> FuserVsCompile:
+    """Check, then time, the three implementations at each size (GPU only)."""
+    pool = Pool(max(sizes), s=S)
+    prepared = prepare(PEERS, pool)  # torch missing or broken: the Numba kernels are still measured
+    record = FuserVsCompile(expression="(a + b) * c / s")
+    contenders: dict[str, Contender] = {}
+    results: dict[str, np.ndarray] = {}
+
+    def timed(label: str, n: int, case: Case) -> None:
+        got, expected = on_device(case.output()).copy_to_host(), pool.expected[:n].copy_to_host()
+        timing = time_gpu(case.run, label=label, repeats=50)
+        assert timing is not None
+        results[label] = got
+        contenders[label] = Contender(equals_numpy=bool(np.array_equal(got, expected)), gpu_ms=timing.median_ms,
+                                      host_us=host_enqueue_us(case.run),
+                                      max_abs_diff=float(np.max(np.abs(got - expected))))
+
+    def row_done(n: int) -> None:
+        same = "fuser" in results and "hand-written" in results and np.array_equal(results["fuser"],
+                                                                                     results["hand-written"])
+        record.rows.append(FuserRow(n=n, bytes_moved=16 * n, contenders=dict(contenders),
+                                    fuser_equals_hand_written=bool(same)))
+        contenders.clear()
+        results.clear()
+
+    run_cases(prepared.builders, sizes, pool=pool, report=lambda check: None, time=timed, checkpoint=row_done)
+    return record
+
+
+def _run(args: argparse.Namespace) -> FuserVsCompile | int:
+    print(banner())
+    if is_simulator():
+        print("no GPU: nothing to time; notebook 06 reads the committed result")
+        return 0
+    record = measure()
+    print(summary(record))
+    return record
+
+
+COMMANDS = [Command("", "the tiny fuser, the hand-written fused kernel and torch.compile", _run)]

@@ -1,0 +1,40 @@
+"""The record of notebook 06's comparison (``fuser_vs_torch_compile.json``).
+
+Written by :mod:`helpers.lessons.fuser.measure` (``python -m helpers.lessons.fuser``), read back
+with ``helpers.results.load(FuserVsCompile)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from helpers.results import Record
+
+
+@dataclass
+class Contender:
+    """One implementation at one size: correct or not, GPU time, and host time per call."""
+
+    equals_numpy: bool
+    gpu_ms: float
+    host_us: float
+    max_abs_diff: float = 0.0
+
+
+@dataclass
+class FuserRow:
+    n: int
+    bytes_moved: int
+    contenders: dict[str, Contender]
+    fuser_equals_hand_written: bool
+
+
+@dataclass(kw_only=True)
+class FuserVsCompile(Record):
+    SCHEMA: ClassVar[str] = "fuser_vs_torch_compile"
+    VERSION: ClassVar[int] = 2
+    expression: str
+    rows: list[FuserRow] = field(default_factory=list)
+    timing: str = ("GPU time: CUDA events, launches queued behind a hold kernel (host cost hidden), median of 50; "
+                   "host time: perf_counter per call, median of bursts")

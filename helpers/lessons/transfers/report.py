@@ -1,0 +1,50 @@
+"""What lesson 08 shows: GB/s against copy size, and what the two runs print."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import matplotlib.pyplot as plt
+
+from helpers.harness.tables import table
+from helpers.lessons.transfers.record import Transfers, TwoGpus
+from helpers.timing import Timing
+
+
+def plot_transfers(record: Transfers, title: str = "") -> Any:
+    """GB/s against copy size, one line per kind of copy; returns the matplotlib Figure."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    sizes = record.sizes_bytes
+    for label, values in record.gbs.items():
+        style = "-" if "device->device" in label else "--" if "pageable" in label else "-o"
+        _ = ax.plot(sizes, values, style, label=label, markersize=3)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("bytes per copy")
+    ax.set_ylabel("GB/s")
+    ax.set_title(title or "host link against device memory")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def host_link_lines(record: Transfers, timings: dict[str, Timing]) -> str:
+    """Each kind of copy at the largest size, then the pipeline's four timings."""
+    rows = [[label, f"{values[-1]:.1f}"] for label, values in record.gbs.items()]
+    copies = table(rows, [f"copy of {record.sizes_bytes[-1]:,} bytes", "GB/s"])
+    return "\n".join([copies, *(str(t) for t in timings.values())])
+
+
+def two_gpus_lines(record: TwoGpus) -> str:
+    """The link, each copy's GB/s, and the split pipeline's timings and bytes across the link."""
+    lines = [f"{' and '.join(record.devices[:2])}; link: {record.link['description']}"]
+    for way, row in [*record.peer_copy.items(), *record.staged_copy.items()]:
+        lines.append(f"  GPU{way} copy      {row['gbs']:8.1f} GB/s  ({row['path']})")
+    for gpu, row in record.device_copy_gbs.items():
+        lines.append(f"  GPU{gpu} device copy  {row['gbs']:8.1f} GB/s  (read + write)")
+        lines += [f"  GPU{gpu} {way:13s} {gbs:8.1f} GB/s  (pinned)" for way, gbs in record.host_link_pinned_gbs[gpu].items()]
+    split = record.split_pipeline or {"timings": {}, "link_bytes": 0, "link_bytes_per_element": 0}
+    lines += [f"  {row['label']:45s} {row['median_ms']:.3f} ms" for row in split["timings"].values()]
+    lines.append(f"  bytes across the link: {split['link_bytes']:,} ({split['link_bytes_per_element']:g} per element)")
+    return "\n".join(lines)
