@@ -298,3 +298,131 @@ def _seed_stall_share() -> float:
     shares = [100 * k["stalls_per_issue"]["long_scoreboard"] / sum(k["stalls_per_issue"].values())
               for k in _seed()["kernels"] if k.get("stalls_per_issue")]
     return min(shares)
+
+
+# --- notebook 09 ---------------------------------------------------------------------------
+# (results/h200/launches.json: host time per launch against arguments, and the 2x2 over sizes;
+#  a time is the median of its samples, as the notebook's tables print it)
+
+
+def _launches() -> dict:
+    return committed("launches")
+
+
+def _nb09_median(variant: str, n: int, mode: str) -> float:
+    """Median of a variant at size n: ``host`` in µs, ``loop`` and ``gpu`` converted from ms to µs."""
+    import statistics
+
+    timed = next(t for t in _launches()["timings"] if t["variant"] == variant and t["n"] == n)
+    samples = timed["host_us"] if mode == "host" else [1e3 * x for x in timed[f"{mode}_ms"]]
+    return statistics.median(samples)
+
+
+def _nb09_argument_us(arrays: int, which: str = "lazy") -> float:
+    import statistics
+
+    return statistics.median(next(c for c in _launches()["argument_costs"] if c["arrays"] == arrays)[f"{which}_us"])
+
+
+for _name, _variant, _n, _mode in [
+    ("nb09_fused_host_2_10_us", "numba fused", 2**10, "host"),
+    ("nb09_three_graph_host_2_10_us", "numba three kernels + graph", 2**10, "host"),
+    ("nb09_three_loop_2_10_us", "numba three kernels", 2**10, "loop"),
+    ("nb09_three_graph_loop_2_10_us", "numba three kernels + graph", 2**10, "loop"),
+    ("nb09_fused_graph_loop_2_10_us", "numba fused + graph", 2**10, "loop"),
+    ("nb09_compile_host_2_10_us", "torch.compile", 2**10, "host"),
+    ("nb09_ro_host_2_10_us", "torch.compile reduce-overhead", 2**10, "host"),
+    ("nb09_ro_static_host_2_10_us", "torch.compile reduce-overhead, static inputs", 2**10, "host"),
+    ("nb09_compile_gpu_2_28_us", "torch.compile", 2**28, "gpu"),
+    ("nb09_best_graph_gpu_2_28_us", "numba fused (best) + graph", 2**28, "gpu"),
+    ("nb09_fused_graph_gpu_2_28_us", "numba fused + graph", 2**28, "gpu"),
+    ("nb09_compile_loop_2_28_us", "torch.compile", 2**28, "loop"),
+    ("nb09_best_graph_loop_2_28_us", "numba fused (best) + graph", 2**28, "loop"),
+]:
+    figure(_name)(lambda variant=_variant, n=_n, mode=_mode: _nb09_median(variant, n, mode))
+
+for _arrays in (3, 4):
+    figure(f"nb09_args_{_arrays}_lazy_us")(lambda arrays=_arrays: _nb09_argument_us(arrays))
+
+
+@figure("nb09_three_host_per_launch_us")
+def _nb09_three_per_launch() -> float:
+    return _nb09_median("numba three kernels", 2**10, "host") / 3
+
+
+@figure("nb09_args_3_over_direct")
+def _nb09_args_3_over_direct() -> float:
+    """Section 3's 3-array launch against one of section 4's three direct launches (3, 3 and 2 arrays)."""
+    return _nb09_argument_us(3) / _nb09_three_per_launch()
+
+
+@figure("nb09_nb05_add_issue_us")
+def _nb09_nb05_add() -> float:
+    """Notebook 05's measurement (results/h200/launch_overhead.json, bursts of 300): add_kernel."""
+    return committed("launch_overhead")["launchers"]["numba add, lazy @cuda.jit"]["issue_us"]
+
+
+@figure("nb09_nb05_fused_issue_us")
+def _nb09_nb05_fused() -> float:
+    return committed("launch_overhead")["launchers"]["numba fused, lazy @cuda.jit"]["issue_us"]
+
+
+@figure("nb09_graph_gain_three_2_10")
+def _nb09_graph_gain() -> float:
+    return _nb09_median("numba three kernels", 2**10, "loop") / _nb09_median("numba three kernels + graph", 2**10, "loop")
+
+
+@figure("nb09_three_over_fused_2_10")
+def _nb09_three_over_fused() -> float:
+    return _nb09_median("numba three kernels", 2**10, "loop") / _nb09_median("numba fused", 2**10, "loop")
+
+
+@figure("nb09_graph_over_direct_three_2_28")
+def _nb09_graph_over_direct() -> float:
+    return _nb09_median("numba three kernels + graph", 2**28, "loop") / _nb09_median("numba three kernels", 2**28, "loop")
+
+
+@figure("nb09_fusion_over_graph_2_28_loop")
+def _nb09_fusion_over_graph_loop() -> float:
+    return _nb09_median("numba three kernels + graph", 2**28, "loop") / _nb09_median("numba fused", 2**28, "loop")
+
+
+@figure("nb09_compile_host_share_2_28_us")
+def _nb09_compile_host_share() -> float:
+    """What a Python loop sees of torch.compile at 2^28 beyond its GPU time (µs)."""
+    return _nb09_median("torch.compile", 2**28, "loop") - _nb09_median("torch.compile", 2**28, "gpu")
+
+
+def _nb09_best_gain_pct(sizes: range) -> list[float]:
+    """How much faster the best fused variant's graph is than the plain fused graph, % (Python-loop view)."""
+    return [100 * (_nb09_median("numba fused + graph", 2**k, "loop")
+                   / _nb09_median("numba fused (best) + graph", 2**k, "loop") - 1) for k in sizes]
+
+
+@figure("nb09_best_gain_small_max_pct")
+def _nb09_best_gain_small() -> float:
+    return max(_nb09_best_gain_pct(range(10, 21, 2)))
+
+
+@figure("nb09_best_gain_large_min_pct")
+def _nb09_best_gain_large_min() -> float:
+    return min(_nb09_best_gain_pct(range(22, 29, 2)))
+
+
+@figure("nb09_best_gain_large_max_pct")
+def _nb09_best_gain_large_max() -> float:
+    return max(_nb09_best_gain_pct(range(22, 29, 2)))
+
+
+OUTPUTS.update({
+    "nb09_lazy_base_us": r"lazy @cuda\.jit: ([\d.]+) µs \+",
+    "nb09_lazy_slope_us": r"lazy @cuda\.jit: [\d.]+ µs \+ ([\d.]+) µs per array",
+    "nb09_explicit_slope_us": r"explicit signature: [\d.]+ µs \+ ([\d.]+) µs per array",
+    "nb09_graph_base_us": r"graph replay: ([\d.]+) µs \+",
+    "nb09_explicit_saves_at_most_us": r"explicit signature saves at most ([\d.]+) µs",
+    "nb09_ro_gpu_ratio": r"reduce-overhead: ([\d.]+)x the default mode's GPU time",
+    "nb09_ro_static_gpu_ratio": r"static inputs: ([\d.]+)x the default mode's GPU time",
+    "nb09_copies_predict": r"before the kernel's 16 B predicts ([\d.]+)x",
+    "nb09_graph_three_gpu_2_28": r"a graph leaves the three kernels' GPU time within 5% at 2\^28: \w+, ([\d.]+)x",
+    "nb09_fusion_gpu_2_28": r"faster than the three-kernel graph at 2\^28 \(the bytes ratio\): \w+, ([\d.]+)x",
+})
