@@ -426,3 +426,63 @@ OUTPUTS.update({
     "nb09_graph_three_gpu_2_28": r"a graph leaves the three kernels' GPU time within 5% at 2\^28: \w+, ([\d.]+)x",
     "nb09_fusion_gpu_2_28": r"faster than the three-kernel graph at 2\^28 \(the bytes ratio\): \w+, ([\d.]+)x",
 })
+
+
+# --- notebook 12 ---------------------------------------------------------------------------
+# (results/h200/reductions_adamw.json: one tensor of 2^26 and a list of 200 tensors)
+
+
+def _nb12_ms(case: str, name: str) -> float:
+    row = next(r for r in committed("reductions_adamw")["rows"] if r["case"] == case)
+    return next(m for m in row["measured"] if m["name"] == name)["median_ms"]
+
+
+_NB12_FUSED, _NB12_UNFUSED = "numba fused (one launch per tensor)", "numba unfused (8 launches per tensor)"
+_NB12_FLAT, _NB12_TORCH_FUSED = "numba fused, one launch over a flat buffer", "torch AdamW fused=True"
+
+for _name, _case, _impl in [
+    ("nb12_fused_one_ms", "one tensor", _NB12_FUSED),
+    ("nb12_torch_fused_one_ms", "one tensor", _NB12_TORCH_FUSED),
+    ("nb12_flat_list_ms", "list", _NB12_FLAT),
+    ("nb12_torch_fused_list_ms", "list", _NB12_TORCH_FUSED),
+    ("nb12_per_tensor_list_ms", "list", _NB12_FUSED),
+]:
+    figure(_name)(lambda case=_case, impl=_impl: _nb12_ms(case, impl))
+
+for _name, (_case, _a), (_case_b, _b) in [
+    ("nb12_unfused_over_fused_one", ("one tensor", _NB12_UNFUSED), ("one tensor", _NB12_FUSED)),
+    ("nb12_unfused_over_foreach_false_one", ("one tensor", _NB12_UNFUSED), ("one tensor", "torch AdamW foreach=False")),
+    ("nb12_foreach_true_over_false_one", ("one tensor", "torch AdamW foreach=True"), ("one tensor", "torch AdamW foreach=False")),
+    ("nb12_flat_over_torch_fused_list", ("list", _NB12_FLAT), ("list", _NB12_TORCH_FUSED)),
+    ("nb12_per_tensor_over_flat_list", ("list", _NB12_FUSED), ("list", _NB12_FLAT)),
+]:
+    figure(_name)(lambda ca=_case, a=_a, cb=_case_b, b=_b: _nb12_ms(ca, a) / _nb12_ms(cb, b))
+
+
+@figure("nb12_unfused_list_per_launch_us")
+def _nb12_unfused_per_launch() -> float:
+    """The unfused step on the list: 1,600 launches, its time per launch on average (µs)."""
+    return 1e3 * _nb12_ms("list", _NB12_UNFUSED) / (8 * 200)
+
+
+@figure("nb12_extra_launch_over_nb09")
+def _nb12_extra_launch_over_nb09() -> float:
+    """Each extra launch on the list (as the notebook prints it) against notebook 09's fused launch."""
+    extra_us = 1e3 * (_nb12_ms("list", _NB12_FUSED) - _nb12_ms("list", _NB12_FLAT)) / (200 - 1)
+    return extra_us / _nb09_median("numba fused", 2**10, "host")
+
+
+@figure("nb12_nb09_three_host_us")
+def _nb12_nb09_three_host() -> float:
+    return _nb09_median("numba three kernels", 2**10, "host")
+
+
+OUTPUTS.update({
+    "nb12_unfused_bytes": r"unfused: 8 launches, 16 trips, (\d+) bytes per element",
+    "nb12_fused_bytes": r"fused: 1 launch, 2 trips, (\d+) bytes per element",
+    "nb12_bytes_ratio": r"the eight kernels move ([\d.]+)x the bytes",
+    "nb12_fused_over_torch_one": r"fused=True on one tensor of 2\^26: \w+, ([\d.]+)x its time",
+    "nb12_extra_launch_us": r"each extra launch costs about ([\d.]+) µs",
+    "nb12_fused_one_gbs": r"one tensor\s+numba fused \(one launch per tensor\)\s+[\d.]+ ms\s+(\d+)",
+    "nb12_average_tensor_us": r"an average tensor's [\d.]+ MB take ([\d.]+) µs",
+})
