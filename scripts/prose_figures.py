@@ -486,3 +486,139 @@ OUTPUTS.update({
     "nb12_fused_one_gbs": r"one tensor\s+numba fused \(one launch per tensor\)\s+[\d.]+ ms\s+(\d+)",
     "nb12_average_tensor_us": r"an average tensor's [\d.]+ MB take ([\d.]+) µs",
 })
+
+
+# --- notebook 10 ---------------------------------------------------------------------------
+# (results/h200/bytes_in_flight.json, read through the lesson's own model, and the notebook's printed tables)
+
+
+def _nb10_record():  # noqa: ANN202
+    # imported here, not at the top: this block is the only user of the lesson's model
+    from helpers.lessons.inflight import inflight
+    from helpers.results import load
+
+    return inflight, load(inflight.BytesInFlight)
+
+
+def _nb10_same_shape_errors() -> dict[str, float]:
+    """Each kernel's miss (%) when the curve's median is replaced by the probe of the kernel's own shape.
+
+    The probe of the same mix, width and bytes in flight with one access per thread and
+    8 blocks per SM (the last table's column), times the model's second step (its
+    arithmetic share); kernels without such a probe keep the model's own prediction.
+    """
+    inflight, record = _nb10_record()
+    errors = {}
+    for k in record.kernels:
+        predicted, curve = record.predicted_gbs(k), record.predicted_gbs(k, arithmetic=False)
+        probe = [p.gbs for p in record.probes if p.grid == "resident" and p.reads == k.reads and p.unroll == 1
+                 and p.width_bytes == k.width_bytes and p.bytes_in_flight_per_sm == k.bytes_in_flight_per_sm and p.gbs]
+        if probe and k.groups_in_flight == 1:
+            predicted = probe[0] * predicted / curve
+        errors[k.name] = inflight.percent_off(predicted, k.gbs)
+    return errors
+
+
+@figure("nb10_same_shape_copy_pct")
+def _nb10_same_shape_copy() -> float:
+    return _nb10_same_shape_errors()["copy"]
+
+
+@figure("nb10_same_shape_scale_pct")
+def _nb10_same_shape_scale() -> float:
+    return _nb10_same_shape_errors()["scale"]
+
+
+@figure("nb10_same_shape_hits")
+def _nb10_same_shape_hits() -> float:
+    return float(sum(abs(e) <= 10 for e in _nb10_same_shape_errors().values()))
+
+
+def _nb10_probe_groups() -> list[list[tuple[int, float]]]:
+    """Resident probes of one mix, width and bytes in flight: (blocks per SM, GB/s) for each configuration."""
+    groups: dict[tuple[int, int, int], list[tuple[int, float]]] = {}
+    for p in committed("bytes_in_flight")["probes"]:
+        if p["grid"] == "resident" and p["gbs"] and p["bitwise_equal"]:
+            groups.setdefault((p["reads"], p["width_bytes"], p["bytes_in_flight_per_sm"]), []).append(
+                (p["blocks_per_sm"], p["gbs"]))
+    return [g for g in groups.values() if len(g) > 1]
+
+
+@figure("nb10_equal_inflight_spread_pct")
+def _nb10_equal_inflight_spread() -> float:
+    """The largest spread (fastest over slowest, %) among probes of equal mix, width and bytes in flight."""
+    return max(100 * (max(g for _, g in group) / min(g for _, g in group) - 1) for group in _nb10_probe_groups())
+
+
+def _nb10_full_grid_probe(reads: int, width: int) -> float:
+    return next(p["gbs"] for p in committed("bytes_in_flight")["probes"]
+                if p["grid"] == "full" and p["reads"] == reads and p["width_bytes"] == width)
+
+
+def _nb10_kernel_gbs(name: str) -> float:
+    return next(k["gbs"] for k in committed("bytes_in_flight")["kernels"] if k["name"] == name)
+
+
+for _reads, _kernel in ((1, "copy"), (2, "add"), (3, "naive")):
+    figure(f"nb10_full_probe_{_reads}to1_gbs")(lambda reads=_reads: _nb10_full_grid_probe(reads, 4))
+
+
+def _nb10_full_probe_shortfalls() -> list[float]:
+    """How far (%) each 4-byte full-grid probe falls below the series kernel of its mix, grid and bytes in flight."""
+    return [100 * (1 - _nb10_full_grid_probe(r, 4) / _nb10_kernel_gbs(k)) for r, k in ((1, "copy"), (2, "add"), (3, "naive"))]
+
+
+@figure("nb10_full_probe_short_min_pct")
+def _nb10_full_short_min() -> float:
+    return min(_nb10_full_probe_shortfalls())
+
+
+@figure("nb10_full_probe_short_max_pct")
+def _nb10_full_short_max() -> float:
+    return max(_nb10_full_probe_shortfalls())
+
+
+@figure("nb10_full_probes")
+def _nb10_full_probes() -> float:
+    return float(sum(p["grid"] == "full" for p in committed("bytes_in_flight")["probes"]))
+
+
+OUTPUTS.update({
+    "nb10_l2_ns": r"4 MiB\s+page_local\s+(\d+)",
+    "nb10_dram_ns": r"DRAM latency \(page-local, largest buffer\): (\d+) ns",
+    "nb10_dram_random_ns": r"1 GiB\s+random\s+(\d+)",
+    "nb10_need_kib": r"to reach the datasheet bound, [\d,]+ GB/s, each of the \d+ SMs needs (\d+) KiB",
+    "nb10_latency_1kib_ns": r"\n\s+1 KiB\s+\d+\s+(\d+) ns",
+    "nb10_1to1_24kib_gbs": r"\n\s+24 KiB\s+(\d+)\s+\d+ ns\n\s+32 KiB",
+    "nb10_1to1_32kib_gbs": r"\n\s+32 KiB\s+(\d+)\s+\d+ ns",
+    "nb10_latency_192kib_ns": r"192 KiB\s+\d+\s+(\d+) ns",
+    "nb10_div_over_add": r"one division takes ([\d.]+)x the time of one addition",
+    "nb10_model_hits": r"the model predicts (\d+) of \d+ kernels within",
+    "nb10_error_scale_pct": r"\nscale\s+8 KiB\s+\d+\s+\d+\s+\d+\s+\+([\d.]+)%",
+    "nb10_error_scale_vec4_pct": r"\nscale_vec4\s+32 KiB\s+\d+\s+\d+\s+\d+\s+-([\d.]+)%",
+    "nb10_short_copy_pct": r"\ncopy\s+full.*\(kernel -([\d.]+)%\)",
+    "nb10_short_scale_pct": r"\nscale\s+full.*\(kernel -([\d.]+)%\)",
+    "nb10_short_naive_pct": r"\nnaive\s+full.*\(kernel -([\d.]+)%\)",
+    "nb10_short_grid_stride_pct": r"\ngrid_stride\s+resident.*\(kernel -([\d.]+)%\)",
+    "nb10_short_streaming_pct": r"\nstreaming\s+resident.*\(kernel -([\d.]+)%\)",
+    "nb10_over_vec4_pct": r"\nvec4\s+full.*\(kernel \+([\d.]+)%\)",
+    "nb10_over_vec4_resident_pct": r"\nvec4_resident\s+resident.*\(kernel -([\d.]+)%\)",
+    "nb10_division_measured": r"without it scale_kernel runs ([\d.]+)x as fast",
+    "nb10_division_model": r"the model's second step predicts ([\d.]+)x",
+    "nb10_fusion_4_byte": r"fused against three kernels, 4-byte accesses:\s+([\d.]+)x",
+    "nb10_fusion_16_byte": r"fused against three kernels, 16-byte accesses: ([\d.]+)x",
+    "nb10_rate_4_byte": r" 4-byte: [\d.]+x = [\d.]+x fewer bytes \(fusion\) x ([\d.]+)x more GB/s",
+    "nb10_model_4_byte": r"\(each launch's bytes over its predicted GB/s\),  4-byte: fused ([\d.]+)x",
+    "nb10_model_16_byte": r"\(each launch's bytes over its predicted GB/s\), 16-byte: fused ([\d.]+)x",
+    "nb10_eager_vs_compile": r"committed sweep at 2\^28: ([\d.]+)x",
+})
+
+for _kernel in ("scale", "vec4"):
+    figure(f"nb10_{_kernel}_gbs")(lambda name=_kernel: _nb10_kernel_gbs(name))
+
+
+@figure("nb10_past_2to1_line_pct")
+def _nb10_past_2to1_line() -> float:
+    """How far the fastest 2:1 series kernel passes the best 2:1 measurement (%)."""
+    line = max(p["gbs"] for p in committed("bytes_in_flight")["probes"] if p["reads"] == 2 and p["gbs"])
+    return 100 * (max(_nb10_kernel_gbs(k) for k in ("add_vec4", "multiply_vec4")) / line - 1)
