@@ -622,3 +622,156 @@ def _nb10_past_2to1_line() -> float:
     """How far the fastest 2:1 series kernel passes the best 2:1 measurement (%)."""
     line = max(p["gbs"] for p in committed("bytes_in_flight")["probes"] if p["reads"] == 2 and p["gbs"])
     return 100 * (max(_nb10_kernel_gbs(k) for k in ("add_vec4", "multiply_vec4")) / line - 1)
+
+
+# --- notebook 11 ---------------------------------------------------------------------------
+# (results/h200/reductions_softmax.json, reductions_attention.json and reductions_attention_ncu.json;
+#  the notebook's printed tables and claims)
+
+
+def _nb11_softmax_ms(rows: int, cols: int, name: str | None = None, prefix: str | None = None) -> list[float]:
+    row = next(r for r in committed("reductions_softmax")["rows"] if (r["rows"], r["cols"]) == (rows, cols))
+    return [m["median_ms"] for m in row["measured"] if m["median_ms"]
+            and (m["name"] == name if name else m["name"].startswith(prefix))]
+
+
+for _rows, _cols in ((16384, 4096), (4096, 4096), (4096, 1024)):
+    figure(f"nb11_compile_over_best_{_rows}x{_cols}")(
+        lambda r=_rows, c=_cols: min(_nb11_softmax_ms(r, c, prefix="numba"))
+        / _nb11_softmax_ms(r, c, "torch.compile(naive)")[0])
+
+for _rows in (16384, 4096):
+    figure(f"nb11_pipelined_min_ms_{_rows}")(lambda r=_rows: min(_nb11_softmax_ms(r, 4096, prefix="numba fused pipelined")))
+    figure(f"nb11_pipelined_max_ms_{_rows}")(lambda r=_rows: max(_nb11_softmax_ms(r, 4096, prefix="numba fused pipelined")))
+    figure(f"nb11_fused128_ms_{_rows}")(lambda r=_rows: _nb11_softmax_ms(r, 4096, "numba fused, 128 threads/row")[0])
+
+
+@figure("nb11_compile_4096x1024_gbs")
+def _nb11_compile_small_gbs() -> float:
+    return 4096 * 1024 * 8 / _nb11_softmax_ms(4096, 1024, "torch.compile(naive)")[0] / 1e6
+
+
+@figure("nb11_copy_gbs")
+def _nb11_copy_gbs() -> float:
+    return committed("reductions_softmax")["copy_ceiling_gbs"]
+
+
+def _nb11_unfused_bytes_per_element(cols: int) -> float:
+    """x read twice, e written once and read twice, out written once; a max and a sum per row written and read."""
+    return 24 + 16 / cols
+
+
+@figure("nb11_bytes_ratio_4096_cols")
+def _nb11_bytes_ratio() -> float:
+    return _nb11_unfused_bytes_per_element(4096) / 8
+
+
+@figure("nb11_unfused_real_gbs")
+def _nb11_unfused_real_gbs() -> float:
+    """The four kernels' own traffic per second at 16384 x 4096 (not the 8 bytes per element the table counts)."""
+    return 16384 * 4096 * _nb11_unfused_bytes_per_element(4096) / _nb11_softmax_ms(16384, 4096, "numba unfused (4 kernels)")[0] / 1e6
+
+
+def _nb11_in_flight() -> dict[str, tuple[float, float]]:
+    """KiB of loads in flight per SM and the implied latency by notebook 10's definition (read rate, µs)."""
+    # imported here, not at the top: this block is the only user of the lesson's own count
+    from helpers import results
+    from helpers.lessons.softmax import reductions
+
+    record = results.load(reductions.SoftmaxBench)
+    sms = record.provenance.sm_count
+    return {f.name: (f.bytes_in_flight / sms / 1024, f.bytes_in_flight / (f.achieved_gbs / 2 * 1e3))
+            for f in reductions.bytes_in_flight(record)}
+
+
+for _name, _kernel in (("64", "numba fused, 64 threads/row"), ("128", "numba fused, 128 threads/row"),
+                       ("256", "numba fused, 256 threads/row"), ("online", "numba online, 256 threads/row"),
+                       ("pipelined", "numba fused pipelined, 128 threads, 2 rows/block")):
+    figure(f"nb11_in_flight_kib_{_name}")(lambda k=_kernel: _nb11_in_flight()[k][0])
+
+
+@figure("nb11_latency_read_rate_us_128")
+def _nb11_latency_128() -> float:
+    return _nb11_in_flight()["numba fused, 128 threads/row"][1]
+
+
+def _nb11_attention_ms(length: int, name: str) -> float:
+    row = next(r for r in committed("reductions_attention")["rows"] if r["length"] == length)
+    return next(m["median_ms"] for m in row["measured"] if m["name"] == name)
+
+
+for _length in (4096, 1024):
+    figure(f"nb11_causal_speedup_{_length}")(
+        lambda n=_length: _nb11_attention_ms(n, "numba fused q64/k64/b4/s2") / _nb11_attention_ms(n, "numba fused causal"))
+
+
+@figure("nb11_fused_over_flop_floor")
+def _nb11_fused_over_floor() -> float:
+    row = next(r for r in committed("reductions_attention")["rows"] if r["length"] == 4096)
+    floor_ms = row["flops"] / committed("reductions_attention")["peak_fp32_flops"] * 1e3
+    return _nb11_attention_ms(4096, "numba fused q128/k64/b4/s2") / floor_ms
+
+
+def _nb11_ncu() -> dict:
+    return committed("reductions_attention_ncu")
+
+
+def _nb11_ncu_fused(field: str) -> float:
+    return next(k[field] for k in _nb11_ncu()["kernels"] if k["kernel"] == "flash_attention_kernel")
+
+
+def _nb11_ncu_tensor_bytes() -> float:
+    """One of Q, K, V or O for the profiled shape: heads x L x d float32 (d = 64)."""
+    return _nb11_ncu()["heads"] * _nb11_ncu()["length"] * 64 * 4
+
+
+@figure("nb11_ncu_fused_write_mb")
+def _nb11_ncu_write() -> float:
+    return _nb11_ncu_fused("dram_write") / 1e6
+
+
+@figure("nb11_ncu_output_mb")
+def _nb11_ncu_output() -> float:
+    return _nb11_ncu_tensor_bytes() / 1e6
+
+
+@figure("nb11_ncu_fused_read_mb")
+def _nb11_ncu_read() -> float:
+    return _nb11_ncu_fused("dram_read") / 1e6
+
+
+@figure("nb11_ncu_qkv_mb")
+def _nb11_ncu_qkv() -> float:
+    return 3 * _nb11_ncu_tensor_bytes() / 1e6
+
+
+@figure("nb11_ncu_ratio_output_counted")
+def _nb11_ncu_ratio_output() -> float:
+    """The DRAM-bytes ratio with the fused kernel's whole output counted as written."""
+    return _nb11_ncu()["unfused_dram_bytes"] / (_nb11_ncu_fused("dram_read") + _nb11_ncu_tensor_bytes())
+
+
+OUTPUTS.update({
+    "nb11_fused_over_torch_big": r"torch\.softmax at 16384 x 4096: yes, ([\d.]+)x its throughput",
+    "nb11_fused_over_torch_small": r"torch\.softmax at 4096 x 1024: no, ([\d.]+)x its throughput",
+    "nb11_fused_over_unfused_big": r"four Numba kernels at 16384 x 4096: yes, ([\d.]+)x",
+    "nb11_fused128_gbs_big": r"16384 x 4096\s+numba fused, 128 threads/row\s+[\d.]+ ms\s+(\d+)",
+    "nb11_pipelined_registers": r"numba fused pipelined, 128 threads, 2 rows/block\s+(\d+) registers",
+    "nb11_pipelined_blocks": r"numba fused pipelined, 128 threads, 2 rows/block\s+\d+ registers,\s+(\d+) blocks/SM",
+    "nb11_gbs_64": r"numba fused, 64 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
+    "nb11_gbs_128": r"numba fused, 128 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
+    "nb11_gbs_256": r"numba fused, 256 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
+    "nb11_latency_printed_128": r"numba fused, 128 threads/row\s+\d+ registers.*?implied latency ([\d.]+) µs",
+    "nb11_online_ms_big": r"16384 x 4096\s+numba online, 256 threads/row\s+([\d.]+) ms",
+    "nb11_attention_fused_ms": r"4096\s+numba fused q128/k64/b4/s2\s+([\d.]+) ms",
+    "nb11_attention_naive_ms": r"4096\s+torch naive fp32 \(TF32 off\)\s+([\d.]+) ms",
+    "nb11_attention_sdpa_ms": r"4096\s+torch SDPA efficient fp32\s+([\d.]+) ms",
+    "nb11_attention_bf16_tflops": r"4096\s+torch SDPA flash bf16\s+[\d.]+ ms\s+([\d.]+)",
+    "nb11_fused_over_unfused_attention": r"unfused Numba pipeline at L = 4096: yes, ([\d.]+)x",
+    "nb11_fused_over_naive_4096": r"naive torch fp32 at L = 4096: no, ([\d.]+)x",
+    "nb11_fused_over_naive_1024": r"naive torch fp32 at L = 1024: no, ([\d.]+)x",
+    "nb11_fused_pct_peak": r"fused at L = 4096 runs at (\d+)% of the FP32 peak",
+    "nb11_ncu_ratio": r"\(ncu\): yes, (\d+)x",
+    "nb11_flop_floor_ms": r"takes at least ([\d.]+) ms",
+    "nb11_byte_floor_ms": r"GB/s takes ([\d.]+) ms",
+})
