@@ -311,7 +311,7 @@ def _launches() -> dict:
 
 def _nb09_median(variant: str, n: int, mode: str) -> float:
     """Median of a variant at size n: ``host`` in µs, ``loop`` and ``gpu`` converted from ms to µs."""
-    import statistics
+    import statistics  # here, not at the top: keeps this notebook's block whole for the merge
 
     timed = next(t for t in _launches()["timings"] if t["variant"] == variant and t["n"] == n)
     samples = timed["host_us"] if mode == "host" else [1e3 * x for x in timed[f"{mode}_ms"]]
@@ -319,7 +319,7 @@ def _nb09_median(variant: str, n: int, mode: str) -> float:
 
 
 def _nb09_argument_us(arrays: int, which: str = "lazy") -> float:
-    import statistics
+    import statistics  # here, not at the top: keeps this notebook's block whole for the merge
 
     return statistics.median(next(c for c in _launches()["argument_costs"] if c["arrays"] == arrays)[f"{which}_us"])
 
@@ -367,24 +367,13 @@ def _nb09_nb05_fused() -> float:
     return committed("launch_overhead")["launchers"]["numba fused, lazy @cuda.jit"]["issue_us"]
 
 
-@figure("nb09_graph_gain_three_2_10")
-def _nb09_graph_gain() -> float:
-    return _nb09_median("numba three kernels", 2**10, "loop") / _nb09_median("numba three kernels + graph", 2**10, "loop")
-
-
-@figure("nb09_three_over_fused_2_10")
-def _nb09_three_over_fused() -> float:
-    return _nb09_median("numba three kernels", 2**10, "loop") / _nb09_median("numba fused", 2**10, "loop")
-
-
-@figure("nb09_graph_over_direct_three_2_28")
-def _nb09_graph_over_direct() -> float:
-    return _nb09_median("numba three kernels + graph", 2**28, "loop") / _nb09_median("numba three kernels", 2**28, "loop")
-
-
-@figure("nb09_fusion_over_graph_2_28_loop")
-def _nb09_fusion_over_graph_loop() -> float:
-    return _nb09_median("numba three kernels + graph", 2**28, "loop") / _nb09_median("numba fused", 2**28, "loop")
+for _name, (_a, _b), _n in [  # ratios of two Numba variants' Python-loop medians at one size
+    ("nb09_graph_gain_three_2_10", ("numba three kernels", "numba three kernels + graph"), 2**10),
+    ("nb09_three_over_fused_2_10", ("numba three kernels", "numba fused"), 2**10),
+    ("nb09_graph_over_direct_three_2_28", ("numba three kernels + graph", "numba three kernels"), 2**28),
+    ("nb09_fusion_over_graph_2_28_loop", ("numba three kernels + graph", "numba fused"), 2**28),
+]:
+    figure(_name)(lambda a=_a, b=_b, n=_n: _nb09_median(a, n, "loop") / _nb09_median(b, n, "loop"))
 
 
 @figure("nb09_compile_host_share_2_28_us")
