@@ -683,5 +683,473 @@ OUTPUTS.update({
 })
 
 
+
+# --- notebook 09 ---------------------------------------------------------------------------
+# (results/h200/launches.json: host time per launch against arguments, and the 2x2 over sizes;
+#  a time is the median of its samples, as the notebook's tables print it)
+
+
+def _launches() -> dict:
+    return committed("launches")
+
+
+def _nb09_median(variant: str, n: int, mode: str) -> float:
+    """Median of a variant at size n: ``host`` in µs, ``loop`` and ``gpu`` converted from ms to µs."""
+    import statistics  # here, not at the top: keeps this notebook's block whole for the merge
+
+    timed = next(t for t in _launches()["timings"] if t["variant"] == variant and t["n"] == n)
+    samples = timed["host_us"] if mode == "host" else [1e3 * x for x in timed[f"{mode}_ms"]]
+    return statistics.median(samples)
+
+
+def _nb09_argument_us(arrays: int, which: str = "lazy") -> float:
+    import statistics  # here, not at the top: keeps this notebook's block whole for the merge
+
+    return statistics.median(next(c for c in _launches()["argument_costs"] if c["arrays"] == arrays)[f"{which}_us"])
+
+
+for _name, _variant, _n, _mode in [
+    ("nb09_fused_host_2_10_us", "numba fused", 2**10, "host"),
+    ("nb09_three_graph_host_2_10_us", "numba three kernels + graph", 2**10, "host"),
+    ("nb09_three_loop_2_10_us", "numba three kernels", 2**10, "loop"),
+    ("nb09_three_graph_loop_2_10_us", "numba three kernels + graph", 2**10, "loop"),
+    ("nb09_fused_graph_loop_2_10_us", "numba fused + graph", 2**10, "loop"),
+    ("nb09_compile_host_2_10_us", "torch.compile", 2**10, "host"),
+    ("nb09_ro_host_2_10_us", "torch.compile reduce-overhead", 2**10, "host"),
+    ("nb09_ro_static_host_2_10_us", "torch.compile reduce-overhead, static inputs", 2**10, "host"),
+    ("nb09_compile_gpu_2_28_us", "torch.compile", 2**28, "gpu"),
+    ("nb09_best_graph_gpu_2_28_us", "numba fused (best) + graph", 2**28, "gpu"),
+    ("nb09_fused_graph_gpu_2_28_us", "numba fused + graph", 2**28, "gpu"),
+    ("nb09_compile_loop_2_28_us", "torch.compile", 2**28, "loop"),
+    ("nb09_best_graph_loop_2_28_us", "numba fused (best) + graph", 2**28, "loop"),
+]:
+    figure(_name)(lambda variant=_variant, n=_n, mode=_mode: _nb09_median(variant, n, mode))
+
+for _arrays in (3, 4):
+    figure(f"nb09_args_{_arrays}_lazy_us")(lambda arrays=_arrays: _nb09_argument_us(arrays))
+
+
+@figure("nb09_three_host_per_launch_us")
+def _nb09_three_per_launch() -> float:
+    return _nb09_median("numba three kernels", 2**10, "host") / 3
+
+
+@figure("nb09_args_3_over_direct")
+def _nb09_args_3_over_direct() -> float:
+    """Section 3's 3-array launch against one of section 4's three direct launches (3, 3 and 2 arrays)."""
+    return _nb09_argument_us(3) / _nb09_three_per_launch()
+
+
+@figure("nb09_nb05_add_issue_us")
+def _nb09_nb05_add() -> float:
+    """Notebook 05's measurement (results/h200/launch_overhead.json, bursts of 300): add_kernel."""
+    return committed("launch_overhead")["launchers"]["numba add, lazy @cuda.jit"]["issue_us"]
+
+
+@figure("nb09_nb05_fused_issue_us")
+def _nb09_nb05_fused() -> float:
+    return committed("launch_overhead")["launchers"]["numba fused, lazy @cuda.jit"]["issue_us"]
+
+
+for _name, (_a, _b), _n in [  # ratios of two Numba variants' Python-loop medians at one size
+    ("nb09_graph_gain_three_2_10", ("numba three kernels", "numba three kernels + graph"), 2**10),
+    ("nb09_three_over_fused_2_10", ("numba three kernels", "numba fused"), 2**10),
+    ("nb09_graph_over_direct_three_2_28", ("numba three kernels + graph", "numba three kernels"), 2**28),
+    ("nb09_fusion_over_graph_2_28_loop", ("numba three kernels + graph", "numba fused"), 2**28),
+]:
+    figure(_name)(lambda a=_a, b=_b, n=_n: _nb09_median(a, n, "loop") / _nb09_median(b, n, "loop"))
+
+
+@figure("nb09_compile_host_share_2_28_us")
+def _nb09_compile_host_share() -> float:
+    """What a Python loop sees of torch.compile at 2^28 beyond its GPU time (µs)."""
+    return _nb09_median("torch.compile", 2**28, "loop") - _nb09_median("torch.compile", 2**28, "gpu")
+
+
+def _nb09_best_gain_pct(sizes: range) -> list[float]:
+    """How much faster the best fused variant's graph is than the plain fused graph, % (Python-loop view)."""
+    return [100 * (_nb09_median("numba fused + graph", 2**k, "loop")
+                   / _nb09_median("numba fused (best) + graph", 2**k, "loop") - 1) for k in sizes]
+
+
+@figure("nb09_best_gain_small_max_pct")
+def _nb09_best_gain_small() -> float:
+    return max(_nb09_best_gain_pct(range(10, 21, 2)))
+
+
+@figure("nb09_best_gain_large_min_pct")
+def _nb09_best_gain_large_min() -> float:
+    return min(_nb09_best_gain_pct(range(22, 29, 2)))
+
+
+@figure("nb09_best_gain_large_max_pct")
+def _nb09_best_gain_large_max() -> float:
+    return max(_nb09_best_gain_pct(range(22, 29, 2)))
+
+
+OUTPUTS.update({
+    "nb09_lazy_base_us": r"lazy @cuda\.jit: ([\d.]+) µs \+",
+    "nb09_lazy_slope_us": r"lazy @cuda\.jit: [\d.]+ µs \+ ([\d.]+) µs per array",
+    "nb09_explicit_slope_us": r"explicit signature: [\d.]+ µs \+ ([\d.]+) µs per array",
+    "nb09_graph_base_us": r"graph replay: ([\d.]+) µs \+",
+    "nb09_explicit_saves_at_most_us": r"explicit signature saves at most ([\d.]+) µs",
+    "nb09_ro_gpu_ratio": r"reduce-overhead: ([\d.]+)x the default mode's GPU time",
+    "nb09_ro_static_gpu_ratio": r"static inputs: ([\d.]+)x the default mode's GPU time",
+    "nb09_copies_predict": r"before the kernel's 16 B predicts ([\d.]+)x",
+    "nb09_graph_three_gpu_2_28": r"a graph leaves the three kernels' GPU time within 5% at 2\^28: \w+, ([\d.]+)x",
+    "nb09_fusion_gpu_2_28": r"faster than the three-kernel graph at 2\^28 \(the bytes ratio\): \w+, ([\d.]+)x",
+})
+
+
+# --- notebook 12 ---------------------------------------------------------------------------
+# (results/h200/reductions_adamw.json: one tensor of 2^26 and a list of 200 tensors)
+
+
+def _nb12_ms(case: str, name: str) -> float:
+    row = next(r for r in committed("reductions_adamw")["rows"] if r["case"] == case)
+    return next(m for m in row["measured"] if m["name"] == name)["median_ms"]
+
+
+_NB12_FUSED, _NB12_UNFUSED = "numba fused (one launch per tensor)", "numba unfused (8 launches per tensor)"
+_NB12_FLAT, _NB12_TORCH_FUSED = "numba fused, one launch over a flat buffer", "torch AdamW fused=True"
+
+for _name, _case, _impl in [
+    ("nb12_fused_one_ms", "one tensor", _NB12_FUSED),
+    ("nb12_torch_fused_one_ms", "one tensor", _NB12_TORCH_FUSED),
+    ("nb12_flat_list_ms", "list", _NB12_FLAT),
+    ("nb12_torch_fused_list_ms", "list", _NB12_TORCH_FUSED),
+    ("nb12_per_tensor_list_ms", "list", _NB12_FUSED),
+]:
+    figure(_name)(lambda case=_case, impl=_impl: _nb12_ms(case, impl))
+
+for _name, (_case, _a), (_case_b, _b) in [
+    ("nb12_unfused_over_fused_one", ("one tensor", _NB12_UNFUSED), ("one tensor", _NB12_FUSED)),
+    ("nb12_unfused_over_foreach_false_one", ("one tensor", _NB12_UNFUSED), ("one tensor", "torch AdamW foreach=False")),
+    ("nb12_foreach_true_over_false_one", ("one tensor", "torch AdamW foreach=True"), ("one tensor", "torch AdamW foreach=False")),
+    ("nb12_flat_over_torch_fused_list", ("list", _NB12_FLAT), ("list", _NB12_TORCH_FUSED)),
+    ("nb12_per_tensor_over_flat_list", ("list", _NB12_FUSED), ("list", _NB12_FLAT)),
+]:
+    figure(_name)(lambda ca=_case, a=_a, cb=_case_b, b=_b: _nb12_ms(ca, a) / _nb12_ms(cb, b))
+
+
+@figure("nb12_unfused_list_per_launch_us")
+def _nb12_unfused_per_launch() -> float:
+    """The unfused step on the list: 1,600 launches, its time per launch on average (µs)."""
+    return 1e3 * _nb12_ms("list", _NB12_UNFUSED) / (8 * 200)
+
+
+@figure("nb12_extra_launch_over_nb09")
+def _nb12_extra_launch_over_nb09() -> float:
+    """Each extra launch on the list (as the notebook prints it) against notebook 09's fused launch."""
+    extra_us = 1e3 * (_nb12_ms("list", _NB12_FUSED) - _nb12_ms("list", _NB12_FLAT)) / (200 - 1)
+    return extra_us / _nb09_median("numba fused", 2**10, "host")
+
+
+@figure("nb12_nb09_three_host_us")
+def _nb12_nb09_three_host() -> float:
+    return _nb09_median("numba three kernels", 2**10, "host")
+
+
+OUTPUTS.update({
+    "nb12_unfused_bytes": r"unfused: 8 launches, 16 trips, (\d+) bytes per element",
+    "nb12_fused_bytes": r"fused: 1 launch, 2 trips, (\d+) bytes per element",
+    "nb12_bytes_ratio": r"the eight kernels move ([\d.]+)x the bytes",
+    "nb12_fused_over_torch_one": r"fused=True on one tensor of 2\^26: \w+, ([\d.]+)x its time",
+    "nb12_extra_launch_us": r"each extra launch costs about ([\d.]+) µs",
+    "nb12_fused_one_gbs": r"one tensor\s+numba fused \(one launch per tensor\)\s+[\d.]+ ms\s+(\d+)",
+    "nb12_average_tensor_us": r"an average tensor's [\d.]+ MB take ([\d.]+) µs",
+})
+
+
+# --- notebook 10 ---------------------------------------------------------------------------
+# (results/h200/bytes_in_flight.json, read through the lesson's own model, and the notebook's printed tables)
+
+
+def _nb10_record():  # noqa: ANN202
+    # imported here, not at the top: this block is the only user of the lesson's model
+    from helpers.lessons.inflight import model
+    from helpers.lessons.inflight.record import BytesInFlight
+    from helpers.results import load
+
+    return model, load(BytesInFlight)
+
+
+def _nb10_same_shape_errors() -> dict[str, float]:
+    """Each kernel's miss (%) when the curve's median is replaced by the probe of the kernel's own shape.
+
+    The probe of the same mix, width and bytes in flight with one access per thread and
+    8 blocks per SM (the last table's column), times the model's second step (its
+    arithmetic share); kernels without such a probe keep the model's own prediction.
+    """
+    inflight, record = _nb10_record()
+    errors = {}
+    for k in record.kernels:
+        predicted, curve = record.predicted_gbs(k), record.predicted_gbs(k, arithmetic=False)
+        probe = [p.gbs for p in record.probes if p.grid == "resident" and p.reads == k.reads and p.unroll == 1
+                 and p.width_bytes == k.width_bytes and p.bytes_in_flight_per_sm == k.bytes_in_flight_per_sm and p.gbs]
+        if probe and k.groups_in_flight == 1:
+            predicted = probe[0] * predicted / curve
+        errors[k.name] = inflight.percent_off(predicted, k.gbs)
+    return errors
+
+
+@figure("nb10_same_shape_copy_pct")
+def _nb10_same_shape_copy() -> float:
+    return _nb10_same_shape_errors()["copy"]
+
+
+@figure("nb10_same_shape_scale_pct")
+def _nb10_same_shape_scale() -> float:
+    return _nb10_same_shape_errors()["scale"]
+
+
+@figure("nb10_same_shape_hits")
+def _nb10_same_shape_hits() -> float:
+    return float(sum(abs(e) <= 10 for e in _nb10_same_shape_errors().values()))
+
+
+def _nb10_probe_groups() -> list[list[tuple[int, float]]]:
+    """Resident probes of one mix, width and bytes in flight: (blocks per SM, GB/s) for each configuration."""
+    groups: dict[tuple[int, int, int], list[tuple[int, float]]] = {}
+    for p in committed("bytes_in_flight")["probes"]:
+        if p["grid"] == "resident" and p["gbs"] and p["bitwise_equal"]:
+            groups.setdefault((p["reads"], p["width_bytes"], p["bytes_in_flight_per_sm"]), []).append(
+                (p["blocks_per_sm"], p["gbs"]))
+    return [g for g in groups.values() if len(g) > 1]
+
+
+@figure("nb10_equal_inflight_spread_pct")
+def _nb10_equal_inflight_spread() -> float:
+    """The largest spread (fastest over slowest, %) among probes of equal mix, width and bytes in flight."""
+    return max(100 * (max(g for _, g in group) / min(g for _, g in group) - 1) for group in _nb10_probe_groups())
+
+
+def _nb10_full_grid_probe(reads: int, width: int) -> float:
+    return next(p["gbs"] for p in committed("bytes_in_flight")["probes"]
+                if p["grid"] == "full" and p["reads"] == reads and p["width_bytes"] == width)
+
+
+def _nb10_kernel_gbs(name: str) -> float:
+    return next(k["gbs"] for k in committed("bytes_in_flight")["kernels"] if k["name"] == name)
+
+
+for _reads, _kernel in ((1, "copy"), (2, "add"), (3, "naive")):
+    figure(f"nb10_full_probe_{_reads}to1_gbs")(lambda reads=_reads: _nb10_full_grid_probe(reads, 4))
+
+
+def _nb10_full_probe_shortfalls() -> list[float]:
+    """How far (%) each 4-byte full-grid probe falls below the series kernel of its mix, grid and bytes in flight."""
+    return [100 * (1 - _nb10_full_grid_probe(r, 4) / _nb10_kernel_gbs(k)) for r, k in ((1, "copy"), (2, "add"), (3, "naive"))]
+
+
+@figure("nb10_full_probe_short_min_pct")
+def _nb10_full_short_min() -> float:
+    return min(_nb10_full_probe_shortfalls())
+
+
+@figure("nb10_full_probe_short_max_pct")
+def _nb10_full_short_max() -> float:
+    return max(_nb10_full_probe_shortfalls())
+
+
+@figure("nb10_full_probes")
+def _nb10_full_probes() -> float:
+    return float(sum(p["grid"] == "full" for p in committed("bytes_in_flight")["probes"]))
+
+
+OUTPUTS.update({
+    "nb10_l2_ns": r"4 MiB\s+page_local\s+(\d+)",
+    "nb10_dram_ns": r"DRAM latency \(page-local, largest buffer\): (\d+) ns",
+    "nb10_dram_random_ns": r"1 GiB\s+random\s+(\d+)",
+    "nb10_need_kib": r"to reach the datasheet bound, [\d,]+ GB/s, each of the \d+ SMs needs (\d+) KiB",
+    "nb10_latency_1kib_ns": r"\n\s+1 KiB\s+\d+\s+(\d+) ns",
+    "nb10_1to1_24kib_gbs": r"\n\s+24 KiB\s+(\d+)\s+\d+ ns\n\s+32 KiB",
+    "nb10_1to1_32kib_gbs": r"\n\s+32 KiB\s+(\d+)\s+\d+ ns",
+    "nb10_latency_192kib_ns": r"192 KiB\s+\d+\s+(\d+) ns",
+    "nb10_div_over_add": r"one division takes ([\d.]+)x the time of one addition",
+    "nb10_model_hits": r"the model predicts (\d+) of \d+ kernels within",
+    "nb10_error_scale_pct": r"\nscale\s+8 KiB\s+\d+\s+\d+\s+\d+\s+\+([\d.]+)%",
+    "nb10_error_scale_vec4_pct": r"\nscale_vec4\s+32 KiB\s+\d+\s+\d+\s+\d+\s+-([\d.]+)%",
+    "nb10_short_copy_pct": r"\ncopy\s+full.*\(kernel -([\d.]+)%\)",
+    "nb10_short_scale_pct": r"\nscale\s+full.*\(kernel -([\d.]+)%\)",
+    "nb10_short_naive_pct": r"\nnaive\s+full.*\(kernel -([\d.]+)%\)",
+    "nb10_short_grid_stride_pct": r"\ngrid_stride\s+resident.*\(kernel -([\d.]+)%\)",
+    "nb10_short_streaming_pct": r"\nstreaming\s+resident.*\(kernel -([\d.]+)%\)",
+    "nb10_over_vec4_pct": r"\nvec4\s+full.*\(kernel \+([\d.]+)%\)",
+    "nb10_over_vec4_resident_pct": r"\nvec4_resident\s+resident.*\(kernel -([\d.]+)%\)",
+    "nb10_division_measured": r"without it scale_kernel runs ([\d.]+)x as fast",
+    "nb10_division_model": r"the model's second step predicts ([\d.]+)x",
+    "nb10_fusion_4_byte": r"fused against three kernels, 4-byte accesses:\s+([\d.]+)x",
+    "nb10_fusion_16_byte": r"fused against three kernels, 16-byte accesses: ([\d.]+)x",
+    "nb10_rate_4_byte": r" 4-byte: [\d.]+x = [\d.]+x fewer bytes \(fusion\) x ([\d.]+)x more GB/s",
+    "nb10_model_4_byte": r"\(each launch's bytes over its predicted GB/s\),  4-byte: fused ([\d.]+)x",
+    "nb10_model_16_byte": r"\(each launch's bytes over its predicted GB/s\), 16-byte: fused ([\d.]+)x",
+    "nb10_eager_vs_compile": r"committed sweep at 2\^28: ([\d.]+)x",
+})
+
+for _kernel in ("scale", "vec4"):
+    figure(f"nb10_{_kernel}_gbs")(lambda name=_kernel: _nb10_kernel_gbs(name))
+
+
+@figure("nb10_past_2to1_line_pct")
+def _nb10_past_2to1_line() -> float:
+    """How far the fastest 2:1 series kernel passes the best 2:1 measurement (%)."""
+    line = max(p["gbs"] for p in committed("bytes_in_flight")["probes"] if p["reads"] == 2 and p["gbs"])
+    return 100 * (max(_nb10_kernel_gbs(k) for k in ("add_vec4", "multiply_vec4")) / line - 1)
+
+
+# --- notebook 11 ---------------------------------------------------------------------------
+# (results/h200/reductions_softmax.json, reductions_attention.json and reductions_attention_ncu.json;
+#  the notebook's printed tables and claims)
+
+
+def _nb11_softmax_ms(rows: int, cols: int, name: str | None = None, prefix: str | None = None) -> list[float]:
+    row = next(r for r in committed("reductions_softmax")["rows"] if (r["rows"], r["cols"]) == (rows, cols))
+    return [m["median_ms"] for m in row["measured"] if m["median_ms"]
+            and (m["name"] == name if name else m["name"].startswith(prefix))]
+
+
+for _rows, _cols in ((16384, 4096), (4096, 4096), (4096, 1024)):
+    figure(f"nb11_compile_over_best_{_rows}x{_cols}")(
+        lambda r=_rows, c=_cols: min(_nb11_softmax_ms(r, c, prefix="numba"))
+        / _nb11_softmax_ms(r, c, "torch.compile(naive)")[0])
+
+for _rows in (16384, 4096):
+    figure(f"nb11_pipelined_min_ms_{_rows}")(lambda r=_rows: min(_nb11_softmax_ms(r, 4096, prefix="numba fused pipelined")))
+    figure(f"nb11_pipelined_max_ms_{_rows}")(lambda r=_rows: max(_nb11_softmax_ms(r, 4096, prefix="numba fused pipelined")))
+    figure(f"nb11_fused128_ms_{_rows}")(lambda r=_rows: _nb11_softmax_ms(r, 4096, "numba fused, 128 threads/row")[0])
+
+
+@figure("nb11_compile_4096x1024_gbs")
+def _nb11_compile_small_gbs() -> float:
+    return 4096 * 1024 * 8 / _nb11_softmax_ms(4096, 1024, "torch.compile(naive)")[0] / 1e6
+
+
+@figure("nb11_copy_gbs")
+def _nb11_copy_gbs() -> float:
+    return committed("reductions_softmax")["copy_ceiling_gbs"]
+
+
+def _nb11_unfused_bytes_per_element(cols: int) -> float:
+    """x read twice, e written once and read twice, out written once; a max and a sum per row written and read."""
+    return 24 + 16 / cols
+
+
+@figure("nb11_bytes_ratio_4096_cols")
+def _nb11_bytes_ratio() -> float:
+    return _nb11_unfused_bytes_per_element(4096) / 8
+
+
+@figure("nb11_unfused_real_gbs")
+def _nb11_unfused_real_gbs() -> float:
+    """The four kernels' own traffic per second at 16384 x 4096 (not the 8 bytes per element the table counts)."""
+    return 16384 * 4096 * _nb11_unfused_bytes_per_element(4096) / _nb11_softmax_ms(16384, 4096, "numba unfused (4 kernels)")[0] / 1e6
+
+
+def _nb11_in_flight() -> dict[str, tuple[float, float]]:
+    """KiB of loads in flight per SM and the implied latency by notebook 10's definition (read rate, µs)."""
+    # imported here, not at the top: this block is the only user of the lesson's own count
+    from helpers import results
+    from helpers.lessons.softmax import reductions
+
+    record = results.load(reductions.SoftmaxBench)
+    sms = record.provenance.sm_count
+    return {f.name: (f.bytes_in_flight / sms / 1024, f.bytes_in_flight / (f.achieved_gbs / 2 * 1e3))
+            for f in reductions.bytes_in_flight(record)}
+
+
+for _name, _kernel in (("64", "numba fused, 64 threads/row"), ("128", "numba fused, 128 threads/row"),
+                       ("256", "numba fused, 256 threads/row"), ("online", "numba online, 256 threads/row"),
+                       ("pipelined", "numba fused pipelined, 128 threads, 2 rows/block")):
+    figure(f"nb11_in_flight_kib_{_name}")(lambda k=_kernel: _nb11_in_flight()[k][0])
+
+
+@figure("nb11_latency_read_rate_us_128")
+def _nb11_latency_128() -> float:
+    return _nb11_in_flight()["numba fused, 128 threads/row"][1]
+
+
+def _nb11_attention_ms(length: int, name: str) -> float:
+    row = next(r for r in committed("reductions_attention")["rows"] if r["length"] == length)
+    return next(m["median_ms"] for m in row["measured"] if m["name"] == name)
+
+
+for _length in (4096, 1024):
+    figure(f"nb11_causal_speedup_{_length}")(
+        lambda n=_length: _nb11_attention_ms(n, "numba fused q64/k64/b4/s2") / _nb11_attention_ms(n, "numba fused causal"))
+
+
+@figure("nb11_fused_over_flop_floor")
+def _nb11_fused_over_floor() -> float:
+    row = next(r for r in committed("reductions_attention")["rows"] if r["length"] == 4096)
+    floor_ms = row["flops"] / committed("reductions_attention")["peak_fp32_flops"] * 1e3
+    return _nb11_attention_ms(4096, "numba fused q128/k64/b4/s2") / floor_ms
+
+
+def _nb11_ncu() -> dict:
+    return committed("reductions_attention_ncu")
+
+
+def _nb11_ncu_fused(field: str) -> float:
+    return next(k[field] for k in _nb11_ncu()["kernels"] if k["kernel"] == "flash_attention_kernel")
+
+
+def _nb11_ncu_tensor_bytes() -> float:
+    """One of Q, K, V or O for the profiled shape: heads x L x d float32 (d = 64)."""
+    return _nb11_ncu()["heads"] * _nb11_ncu()["length"] * 64 * 4
+
+
+@figure("nb11_ncu_fused_write_mb")
+def _nb11_ncu_write() -> float:
+    return _nb11_ncu_fused("dram_write") / 1e6
+
+
+@figure("nb11_ncu_output_mb")
+def _nb11_ncu_output() -> float:
+    return _nb11_ncu_tensor_bytes() / 1e6
+
+
+@figure("nb11_ncu_fused_read_mb")
+def _nb11_ncu_read() -> float:
+    return _nb11_ncu_fused("dram_read") / 1e6
+
+
+@figure("nb11_ncu_qkv_mb")
+def _nb11_ncu_qkv() -> float:
+    return 3 * _nb11_ncu_tensor_bytes() / 1e6
+
+
+@figure("nb11_ncu_ratio_output_counted")
+def _nb11_ncu_ratio_output() -> float:
+    """The DRAM-bytes ratio with the fused kernel's whole output counted as written."""
+    return _nb11_ncu()["unfused_dram_bytes"] / (_nb11_ncu_fused("dram_read") + _nb11_ncu_tensor_bytes())
+
+
+OUTPUTS.update({
+    "nb11_fused_over_torch_big": r"torch\.softmax at 16384 x 4096: yes, ([\d.]+)x its throughput",
+    "nb11_fused_over_torch_small": r"torch\.softmax at 4096 x 1024: no, ([\d.]+)x its throughput",
+    "nb11_fused_over_unfused_big": r"four Numba kernels at 16384 x 4096: yes, ([\d.]+)x",
+    "nb11_fused128_gbs_big": r"16384 x 4096\s+numba fused, 128 threads/row\s+[\d.]+ ms\s+(\d+)",
+    "nb11_pipelined_registers": r"numba fused pipelined, 128 threads, 2 rows/block\s+(\d+) registers",
+    "nb11_pipelined_blocks": r"numba fused pipelined, 128 threads, 2 rows/block\s+\d+ registers,\s+(\d+) blocks/SM",
+    "nb11_gbs_64": r"numba fused, 64 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
+    "nb11_gbs_128": r"numba fused, 128 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
+    "nb11_gbs_256": r"numba fused, 256 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
+    "nb11_latency_printed_128": r"numba fused, 128 threads/row\s+\d+ registers.*?implied latency ([\d.]+) µs",
+    "nb11_online_ms_big": r"16384 x 4096\s+numba online, 256 threads/row\s+([\d.]+) ms",
+    "nb11_attention_fused_ms": r"4096\s+numba fused q128/k64/b4/s2\s+([\d.]+) ms",
+    "nb11_attention_naive_ms": r"4096\s+torch naive fp32 \(TF32 off\)\s+([\d.]+) ms",
+    "nb11_attention_sdpa_ms": r"4096\s+torch SDPA efficient fp32\s+([\d.]+) ms",
+    "nb11_attention_bf16_tflops": r"4096\s+torch SDPA flash bf16\s+[\d.]+ ms\s+([\d.]+)",
+    "nb11_fused_over_unfused_attention": r"unfused Numba pipeline at L = 4096: yes, ([\d.]+)x",
+    "nb11_fused_over_naive_4096": r"naive torch fp32 at L = 4096: no, ([\d.]+)x",
+    "nb11_fused_over_naive_1024": r"naive torch fp32 at L = 1024: no, ([\d.]+)x",
+    "nb11_fused_pct_peak": r"fused at L = 4096 runs at (\d+)% of the FP32 peak",
+    "nb11_ncu_ratio": r"\(ncu\): yes, (\d+)x",
+    "nb11_flop_floor_ms": r"takes at least ([\d.]+) ms",
+    "nb11_byte_floor_ms": r"GB/s takes ([\d.]+) ms",
+})
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -19,7 +19,7 @@ import prose_figures as prose  # noqa: E402  (a docs check in scripts/, like imp
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 # Lessons whose prose is checked for unmarked figures (the others are checked only where marked).
-STRICT = ("01_", "02_", "03_", "04_", "05_", "06_", "07_", "08_")
+STRICT = ("01_", "02_", "03_", "04_", "05_", "06_", "07_", "08_", "09_", "10_", "11_", "12_")
 # Figures that are not measurements: predictions from the counts, and rules of thumb.
 CONSTANTS = ("2×", "2.0×", "3×", "100%", "0%", "25%", "10%", "3%",
              "64 GB/s", "900 GB/s", "450 GB/s")  # the last three: link datasheet figures (notebook 08)
