@@ -12,6 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .backend import COMPILER, SIMULATOR, is_simulator
+from .sizes import BLOCK_SIZE
 
 
 def device_name() -> str:
@@ -61,7 +62,7 @@ def l2_bytes() -> int | None:
 
 # The memory bandwidth each GPU's datasheet states (GB/s): the series' one *bound*.  The one
 # *best measurement* beside it is the fastest streaming kernel this project measured with the
-# same read/write mix (see helpers.lessons.roofline.roofline).
+# same read/write mix (see helpers.lessons.roofline.ceiling).
 DATASHEET_BANDWIDTH_GBS = {"NVIDIA H200": 4800.0, "NVIDIA H100 80GB HBM3": 3350.0}
 
 
@@ -137,14 +138,78 @@ def launch_problem(threads: int, registers_per_thread: int, shared_bytes: int,
     return None
 
 
+def _compiled(kernel: object, args: tuple) -> object:
+    """``kernel`` compiled for the types of ``args`` (Numba compiles each signature once)."""
+    signature = tuple(kernel.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
+    return kernel.compile(signature)  # type: ignore[attr-defined]
+
+
 def check_launch_fits(kernel: object, args: tuple, threads: int, what: str) -> None:
     """Raise :class:`LaunchTooLarge` before a launch the GPU would refuse (a no-op in the simulator)."""
     limits = block_limits()
     if limits is None:
         return
-    signature = tuple(kernel.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
-    compiled = kernel.compile(signature)  # type: ignore[attr-defined]
-    registers, shared = int(compiled.regs_per_thread), int(compiled.shared_mem_per_block)
+    compiled = _compiled(kernel, args)
+    registers, shared = int(compiled.regs_per_thread), int(compiled.shared_mem_per_block)  # type: ignore[attr-defined]
     problem = launch_problem(threads, registers, shared, *limits)
     if problem is not None:
         raise LaunchTooLarge(f"{what} cannot be launched on this GPU: {problem}.")
+
+
+def registers_per_thread(kernel: object, args: tuple | None = None) -> int | None:
+    """Registers per thread the compiler gave ``kernel``, read from the compiled kernel.
+
+    With ``args``: the version for their types (compiled now if need be).  Without: the most
+    over the versions compiled so far (``None`` if there are none).  ``None`` in the simulator,
+    which compiles nothing.
+    """
+    if is_simulator():
+        return None
+    if args is not None:
+        return int(_compiled(kernel, args).regs_per_thread)  # type: ignore[attr-defined]
+    counts = kernel.get_regs_per_thread()  # type: ignore[attr-defined]
+    counts = list(counts.values()) if isinstance(counts, dict) else [counts]
+    return int(max(counts)) if counts else None
+
+
+# --- how many blocks one SM holds at once -------------------------------------------------
+
+HOPPER_SM = {"threads": 2048, "registers": 65536, "blocks": 32, "shared_bytes": 233472, "reserved_shared_bytes": 1024}
+"""What one SM of an H100 or H200 (compute capability 9.0) holds: the simulator's stand-in."""
+
+
+@lru_cache(maxsize=1)
+def sm_limits() -> dict[str, int]:
+    """Resident threads, registers, blocks and shared-memory bytes of one SM (and the bytes the driver
+    keeps per block), read from the device's attributes; :data:`HOPPER_SM` in the simulator."""
+    if is_simulator():
+        return dict(HOPPER_SM)
+    from numba import cuda
+
+    device = cuda.get_current_device()
+    return {"threads": int(device.MAX_THREADS_PER_MULTIPROCESSOR),
+            "registers": int(device.MAX_REGISTERS_PER_MULTIPROCESSOR),
+            "blocks": int(device.MAX_BLOCKS_PER_MULTIPROCESSOR),
+            "shared_bytes": int(device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
+            "reserved_shared_bytes": int(device.RESERVED_SHARED_MEMORY_PER_BLOCK)}
+
+
+def resident_blocks_per_sm(registers_per_thread: int | None, block_size: int = BLOCK_SIZE,
+                           shared_bytes: int = 0) -> int:
+    """Blocks of ``block_size`` threads that one SM holds at once (its occupancy, in blocks).
+
+    The least of what the SM's threads, registers (handed to a warp in units of
+    :data:`REGISTER_ALLOCATION_UNIT`), shared memory and block slots allow (:func:`sm_limits`).
+    Without a register count the registers set no limit.  0: one block does not fit.
+    """
+    if block_size <= 0 or block_size % 32:
+        raise ValueError(f"block_size must be a positive multiple of 32, got {block_size}")
+    if shared_bytes < 0:
+        raise ValueError(f"shared_bytes must be 0 or more, got {shared_bytes}")
+    limits = sm_limits()
+    fits = [limits["blocks"], limits["threads"] // block_size,
+            limits["shared_bytes"] // (shared_bytes + limits["reserved_shared_bytes"])]
+    if registers_per_thread:
+        per_warp = -(-registers_per_thread * 32 // REGISTER_ALLOCATION_UNIT) * REGISTER_ALLOCATION_UNIT
+        fits.append(limits["registers"] // per_warp // (block_size // 32))
+    return min(fits)

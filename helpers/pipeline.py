@@ -3,7 +3,9 @@
 Notebooks 01 and 03 show these kernels in their own cells so that a learner reads
 (and can edit) them there; ``tests/test_notebook_kernels.py`` keeps those cells and
 this module identical.  Later notebooks, the benchmarks and the tests import them
-from here.
+from here: :func:`run_three_kernels` and :func:`run_fused` check their arguments, then
+launch through :func:`launch_three` and :func:`launch_fused`, the one way the series
+launches them.
 """
 
 from __future__ import annotations
@@ -80,12 +82,8 @@ def run_three_kernels(a: Any, b: Any, c: Any, s: float, t1: Any, t2: Any, out: A
     (they may share it with each other).  ``s`` is a finite, non-zero number, also in the
     arrays' dtype (see :func:`scalar_for`).
     """
-    n = check_elementwise({"a": a, "b": b, "c": c, "t1": t1, "t2": t2, "out": out}, outputs=("t1", "t2", "out"))
-    blocks = blocks_for(n)
-    s = scalar_for("s", s, a.dtype, nonzero=True)
-    add_kernel[blocks, BLOCK_SIZE](a, b, t1)
-    multiply_kernel[blocks, BLOCK_SIZE](t1, c, t2)
-    scale_kernel[blocks, BLOCK_SIZE](t2, s, out)
+    check_elementwise({"a": a, "b": b, "c": c, "t1": t1, "t2": t2, "out": out}, outputs=("t1", "t2", "out"))
+    launch_three(a, b, c, scalar_for("s", s, a.dtype, nonzero=True), t1, t2, out)
 
 
 def run_fused(a: Any, b: Any, c: Any, s: float, out: Any) -> None:
@@ -94,6 +92,27 @@ def run_fused(a: Any, b: Any, c: Any, s: float, out: Any) -> None:
     The arrays are 1-D float device arrays of one length and dtype, ``out`` apart from
     the inputs; ``s`` is a finite, non-zero number, also in the arrays' dtype.
     """
-    n = check_elementwise({"a": a, "b": b, "c": c, "out": out}, outputs=("out",))
-    s = scalar_for("s", s, a.dtype, nonzero=True)
-    fused_kernel[blocks_for(n), BLOCK_SIZE](a, b, c, s, out)
+    check_elementwise({"a": a, "b": b, "c": c, "out": out}, outputs=("out",))
+    launch_fused(a, b, c, scalar_for("s", s, a.dtype, nonzero=True), out)
+
+
+def _launch(n: int, stream: Any) -> tuple[Any, ...]:
+    """The launch configuration for n elements: on ``stream``, or on Numba's default stream when it is None."""
+    return (blocks_for(n), BLOCK_SIZE) if stream is None else (blocks_for(n), BLOCK_SIZE, stream)
+
+
+def launch_three(a: Any, b: Any, c: Any, s: Any, t1: Any, t2: Any, out: Any, stream: Any = None) -> None:
+    """The three launches of :func:`run_three_kernels`, unchecked: ``s`` already in the arrays' dtype.
+
+    For code that checked its arrays once and launches many times (a benchmark), or that
+    records the launches on a ``stream`` (a CUDA graph's capture).
+    """
+    launch = _launch(out.size, stream)
+    add_kernel[launch](a, b, t1)
+    multiply_kernel[launch](t1, c, t2)
+    scale_kernel[launch](t2, s, out)
+
+
+def launch_fused(a: Any, b: Any, c: Any, s: Any, out: Any, stream: Any = None) -> None:
+    """The one launch of :func:`run_fused`, unchecked, on ``stream`` (Numba's default stream when None)."""
+    fused_kernel[_launch(out.size, stream)](a, b, c, s, out)

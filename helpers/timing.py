@@ -103,7 +103,9 @@ MAX_HOLD_US = 5_000.0
 
 
 @lru_cache(maxsize=1)
-def _hold_kernel() -> Any:
+def hold_kernel() -> Any:
+    """The kernel that holds a stream: ``hold_kernel()[1, 1, stream](iterations)``, about
+    :func:`us_per_hold_iteration` microseconds an iteration (compiled on first use)."""
     from numba import cuda
 
     @cuda.jit
@@ -120,7 +122,7 @@ def us_per_hold_iteration() -> float:
     _needs_gpu("us_per_hold_iteration")
     from numba import cuda
 
-    hold = _hold_kernel()
+    hold = hold_kernel()
     hold[1, 1](10)
     cuda.synchronize()
     start, end = cuda.event(), cuda.event()
@@ -137,7 +139,7 @@ def hold_gpu(microseconds: float) -> None:
             or not 0 <= microseconds < math.inf:
         raise ValueError(f"microseconds must be a finite number >= 0, got {microseconds!r}")
     _needs_gpu("hold_gpu")
-    _hold_kernel()[1, 1](math.ceil(microseconds / us_per_hold_iteration()))
+    hold_kernel()[1, 1](math.ceil(microseconds / us_per_hold_iteration()))
 
 
 def host_enqueue_us(run: Callable[[], object], samples: int = 5) -> float:

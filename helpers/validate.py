@@ -13,6 +13,12 @@ from typing import Any, Iterable
 import numpy as np
 
 
+def kernel_function(kernel: Any) -> Any:
+    """The Python function a kernel was made from: ``py_func`` of a CUDA dispatcher, ``fn`` of the
+    simulator's kernel, or ``kernel`` itself when it is neither (a plain function)."""
+    return getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
+
+
 def is_device_array(obj: Any) -> bool:
     """True for a Numba device array (real or simulated) or any CUDA-array-interface object."""
     if isinstance(obj, np.ndarray):

@@ -303,7 +303,7 @@ def test_the_replay_timer_holds_the_stream_it_times_and_keeps_every_sample(monke
     monkeypatch.setattr(graphs, "is_simulator", lambda: False)
     monkeypatch.setattr(graphs, "timing_event_options", lambda: "timing on")
     monkeypatch.setattr(graphs, "us_per_hold_iteration", lambda: 1.0)
-    monkeypatch.setattr(graphs, "_hold_kernel", lambda: _FakeHold(stream))
+    monkeypatch.setattr(graphs, "hold_kernel", lambda: _FakeHold(stream))
     timing = graphs.time_calls(lambda: calls.append(stream.log.append("call")), stream, repeats=4, warmup=2, burst=3)
     assert len(timing.host_us) == 9 and len(timing.loop_ms) == 4 and len(timing.gpu_ms) == 4
     assert len(calls) == 2 + 9 * 3 + 4 + 4

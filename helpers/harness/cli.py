@@ -10,6 +10,7 @@ the same ``--out`` (a folder, checked before anything runs), saves each record t
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ class Command:
     help: str
     run: Callable[[argparse.Namespace], Record | Sequence[Record] | int | None]
     options: Callable[[argparse.ArgumentParser], None] = field(default=lambda parser: None)
+    check: Callable[[argparse.Namespace], None] = field(default=lambda args: None)  # ValueError: a usage error
 
 
 def check_output_folder(folder: Path) -> Path:
@@ -66,11 +68,28 @@ def parser_for(prog: str, description: str, commands: Sequence[Command]) -> argp
     return parser
 
 
-def main(prog: str, description: str, commands: Sequence[Command], argv: Sequence[str] | None = None) -> int:
-    """Parse, run the command, save what it returns; the exit status (1 when it returned one)."""
+def parse_args(prog: str, description: str, commands: Sequence[Command],
+               argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The parsed options, each command's ``check`` passed; a bad option exits with a usage error naming it."""
     if not commands:
         raise ValueError(f"{prog} has no commands")
-    args = parser_for(prog, description, commands).parse_args(argv)
+    parser = parser_for(prog, description, commands)
+    args = parser.parse_args(argv)
+    try:
+        args.command.check(args)
+    except ValueError as error:
+        parser.error(str(error))
+    return args
+
+
+def parse(package: str, commands: Sequence[Command], argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """:func:`parse_args` for ``python -m <package>``, as :func:`run` parses it."""
+    return parse_args(f"python -m {package}", _description(package), commands, argv)
+
+
+def main(prog: str, description: str, commands: Sequence[Command], argv: Sequence[str] | None = None) -> int:
+    """Parse, run the command, save what it returns; the exit status (1 when it returned one)."""
+    args = parse_args(prog, description, commands, argv)
     done: Any = args.command.run(args)
     if isinstance(done, int) or done is None:
         return int(done or 0)
@@ -79,8 +98,11 @@ def main(prog: str, description: str, commands: Sequence[Command], argv: Sequenc
     return 0
 
 
+def _description(package: str) -> str:
+    module = importlib.import_module(package)
+    return (module.__doc__ or package).strip().split("\n")[0]
+
+
 def run(package: str, commands: Sequence[Command]) -> None:
     """What a lesson's ``__main__.py`` calls: its package's docstring is the description."""
-    module = sys.modules[package]
-    description = (module.__doc__ or package).strip().split("\n")[0]
-    sys.exit(main(f"python -m {package}", description, commands))
+    sys.exit(main(f"python -m {package}", _description(package), commands))

@@ -38,7 +38,8 @@ import numpy as np
 
 from helpers.backend import is_simulator
 from helpers.ledger import Ledger
-from helpers.timing import MIN_HOLD_US, us_per_hold_iteration
+from helpers.harness.peers import Unavailable
+from helpers.timing import MIN_HOLD_US, hold_kernel, us_per_hold_iteration
 
 __all__ = ["MIN_HOLD_US", "CudaGraph", "GraphsNeedGPU", "NotCapturable", "SimulatedStream", "capture", "check_capturable",
            "counted", "time_calls"]
@@ -55,7 +56,7 @@ PIPELINE_SHAPE = ("a function of the stream to launch on, e.g. "
                   "`def pipeline(stream): kernel[blocks, threads, stream](...)`")
 
 
-class GraphsNeedGPU(RuntimeError):
+class GraphsNeedGPU(Unavailable):
     """Raised by :func:`capture` in the CUDA simulator (after the launches were checked)."""
 
 
@@ -443,18 +444,6 @@ def counted(pipeline: Callable[[Any], object], name: str) -> Ledger:
 # --- honest timing -----------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
-def _hold_kernel() -> Any:
-    from numba import cuda
-
-    @cuda.jit
-    def hold_stream(iterations):  # one thread sleeping: the stream stays busy, the SMs free
-        for _ in range(iterations):
-            cuda.nanosleep(1000)
-
-    return hold_stream
-
-
 @dataclass
 class CallTiming:
     """How long one call (a replay, or a sequence of direct launches) takes, three ways.
@@ -517,7 +506,7 @@ def time_calls(call: Callable[[], object], stream: Any, *, label: str = "", repe
     host = host_us_per_call(call, stream, burst=burst)
     hold_us = max(MIN_HOLD_US, 5 * statistics.median(host))
     iterations = max(1, int(hold_us / us_per_hold_iteration()))
-    hold = _hold_kernel()
+    hold = hold_kernel()
     loop, gpu = [], []
     for queued in (False, True):
         for _ in range(repeats):
