@@ -9,6 +9,7 @@ from numba import cuda
 import helpers
 from helpers import results
 from helpers.checks import poisoned
+from helpers.device import resident_blocks_per_sm
 from helpers.lessons.attention import record as attention_record
 from helpers.lessons.attention import report as attention_report
 from helpers.lessons.optimizer import report as optimizer_report
@@ -78,10 +79,11 @@ def test_counts():
 
 
 def test_error_detects_unwritten_rows():
-    x = random_matrix(4, 37)
-    got = sm.reference(x).astype(np.float32)
-    got[3, 5] = np.nan
-    assert measure.softmax_error(got, x, np.arange(4)) == np.inf
+    rows = measure.Rows(4, 37)
+    rows.load_expected(4)
+    got = rows.answer.astype(np.float32)
+    got[3 * 37 + 5] = np.nan
+    assert rows.error(cuda.to_device(got)) == np.inf
 
 
 def test_bad_input_is_refused():
@@ -103,6 +105,43 @@ def test_bench_records_and_tables_in_the_simulator():
     assert "numba fused" in report.softmax_table(bench)
 
 
+def test_a_wrong_softmax_is_kept_in_the_record_untimed_saying_why(monkeypatch):
+    four = measure.numba_softmaxes
+
+    def five(cols, variants):
+        return {**four(cols, variants), "numba writes nothing": (lambda x, out, *_: None, None, 32)}
+
+    monkeypatch.setattr(measure, "numba_softmaxes", five)
+    row = measure.measure_shape(8, 37, repeats=1, variants=False)
+    wrong = row.measured[-1]
+    assert [m.name for m in row.measured][:-1] == list(four(37, False)) and wrong.name == "numba writes nothing"
+    assert wrong.median_ms is None and wrong.note.startswith("WRONG, not timed") and "never written" in wrong.note
+    assert all(m.max_rel_err < 1e-5 for m in row.measured[:-1])
+
+
+def test_the_shared_loop_checks_at_an_odd_size_first_and_never_times_a_failure():
+    def refuse():
+        raise RuntimeError("no kernel for these shapes\nmore detail")
+
+    built = []
+
+    def build(n):
+        built.append(n)
+        return [measure.Implementation("right", lambda: None, lambda: 0.0, 1e-5),
+                measure.Implementation("wrong at an odd size", lambda: None, lambda: 1.0 if n % 2 else 0.0, 1e-5),
+                measure.Implementation("refuses", lambda: None, refuse, 1e-5),
+                measure.Implementation("the reference", lambda: None, lambda: None, 1e-5)]
+
+    rows = {}
+    measure.measure_sizes(build, [64, 32], 1, lambda n, measured: rows.__setitem__(n, measured))
+    assert built == [61, 64, 32]  # 61: the odd size, checked before anything is timed
+    for measured in rows.values():
+        right, wrong, refused, reference = measured
+        assert right.max_rel_err == 0.0 and not right.note and reference.max_rel_err is None
+        assert wrong.median_ms is None and wrong.note == "WRONG, not timed: error 1.0e+00"
+        assert refused.median_ms is None and refused.note == "not run: no kernel for these shapes"
+
+
 def fake_softmax_record(fused_ms, torch_ms, unfused_ms):
     measured = [record.Measured("numba unfused (4 kernels)", unfused_ms, registers=30, threads_per_block=256),
                 record.Measured("numba fused, 256 threads/row", fused_ms, registers=32, threads_per_block=256),
@@ -121,8 +160,8 @@ def test_claims_say_yes_and_no_from_the_numbers():
 
 
 def test_bytes_in_flight():
-    assert report.resident_blocks(256, 32) == 8  # thread limit: 2048 / 256
-    assert report.resident_blocks(256, 128) == 2  # register limit: 65536 / (128 * 256)
+    assert resident_blocks_per_sm(32, 256) == 8  # thread limit: 2048 / 256
+    assert resident_blocks_per_sm(128, 256) == 2  # register limit: 65536 / (128 * 256)
     (fused,) = report.bytes_in_flight(fake_softmax_record(0.2, 0.22, 0.9))
     assert fused.loads_per_thread == 16 and fused.bytes_in_flight == 132 * 8 * 256 * 16 * 4
     assert fused.implied_latency_us == pytest.approx(fused.bytes_in_flight / (fused.achieved_gbs * 1e3))
@@ -149,7 +188,7 @@ def test_the_committed_reduction_records_are_drawn_one_point_per_measurement(tmp
     paths = [lesson.save_plot(tmp_path) for lesson in (report, attention_report, optimizer_report)]
     assert [p.name for p in paths] == ["reductions_softmax.png", "reductions_attention.png", "reductions_adamw.png"]
     committed = attention_report.committed()
-    figure = attention_report.plot(committed)
+    figure = report.draw(committed, attention_report.title)
     assert isinstance(committed, attention_record.AttentionBench)
     assert [len(ax.collections[0].get_offsets()) for ax in figure.axes] == [len(r.measured) for r in committed.rows]
 

@@ -1,9 +1,10 @@
 """Lesson 11's attention, measured: ``python -m helpers.lessons.attention attention|ncu-attention|plots``.
 
-``attention`` checks every implementation first (fresh random inputs, a poisoned output,
-against float64 NumPy on two heads) and then times it with CUDA events, against torch's
-naive attention and its SDPA kernels; the record goes to ``reductions_attention.json``
-after every length.  ``ncu-attention`` profiles both Numba pipelines' DRAM bytes with
+``attention`` checks every implementation first, at an odd length and then at each length
+(fresh random inputs, a poisoned output, against float64 NumPy on two heads, relative to
+the largest output), and only then times it with CUDA events, against torch's naive
+attention and its SDPA kernels (:func:`helpers.lessons.softmax.measure.measure_sizes`); the
+record goes to ``reductions_attention.json`` after every length.  ``ncu-attention`` profiles both Numba pipelines' DRAM bytes with
 Nsight Compute (``reductions_attention_ncu.json``), running ``attention-workload`` under
 ncu.  In the simulator only the checks run, at tiny sizes, and nothing is written.
 """
@@ -23,8 +24,9 @@ from helpers.backend import is_simulator
 from helpers.device import peak_fp32_flops
 from helpers.harness.cli import Command
 from helpers.lessons.dram import ncu
-from helpers.lessons.softmax.measure import (Case, checked_output, keeper, measure_cases, plots_command, quick_option,
-                                             torch_on_gpu)
+from helpers.lessons.softmax.measure import (Implementation, checked_output, gpu_torch, keeper, measure_sizes,
+                                             plots_command, quick_option)
+from helpers.lessons.softmax.record import Measured
 
 from . import kernels as attention
 from .record import AttentionBench, AttentionDram, AttentionRow, KernelDram
@@ -61,7 +63,8 @@ def flash_configs() -> list[attention.FlashConfig]:
             attention.FlashConfig(64, 64, 1, 2), attention.FlashConfig(128, 64, 4, 2)]
 
 
-def numba_cases(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray, bool], float], unfused: bool) -> list[Case]:
+def numba_implementations(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray, bool], float],
+                          unfused: bool) -> list[Implementation]:
     """The fused kernel at each block shape, causal, and the unfused pipeline (S and P in memory)."""
     bh, length, d = qkv[0].shape
     dq, dk, dv = (cuda.to_device(a) for a in qkv)
@@ -75,12 +78,12 @@ def numba_cases(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray, bool], f
         s, p = attention.unfused_buffers(bh, length)
         runs.append(("numba unfused (S, P in memory)", lambda: attention.run_unfused(dq, dk, dv, s, p, out), False,
                      None, None))
-    return [Case(name, run, checked_output(run, out, lambda got, causal=causal: error(got, causal)), TOLERANCE,
-                 kernel=kernel, threads=threads) for name, run, causal, kernel, threads in runs]
+    return [Implementation(name, run, checked_output(run, out, lambda got, causal=causal: error(got, causal)),
+                           TOLERANCE, kernel=kernel, threads=threads) for name, run, causal, kernel, threads in runs]
 
 
-def torch_cases(torch: Any, qkv: Sequence[np.ndarray], batch: int, heads: int,
-                error: Callable[[np.ndarray, bool], float]) -> list[Case]:
+def torch_implementations(torch: Any, qkv: Sequence[np.ndarray], batch: int, heads: int,
+                          error: Callable[[np.ndarray, bool], float]) -> list[Implementation]:
     """torch's naive fp32 attention (TF32 off), SDPA's memory-efficient fp32 kernel and its flash bf16 kernel."""
     from torch.nn.attention import SDPBackend, sdpa_kernel  # torch is optional: imported only when it is here
     from torch.nn.functional import scaled_dot_product_attention as sdpa  # likewise
@@ -104,36 +107,40 @@ def torch_cases(torch: Any, qkv: Sequence[np.ndarray], batch: int, heads: int,
 
     runs = [("torch naive fp32 (TF32 off)", naive, TOLERANCE, ""), ("torch SDPA efficient fp32", efficient, TOLERANCE, ""),
             ("torch SDPA flash bf16", flash_bf16, BF16_TOLERANCE, "bf16: another precision, tensor cores")]
-    return [Case(name, fn, lambda fn=fn: error(fn().float().reshape(bh, length, d).cpu().numpy(), False), tol, note)
-            for name, fn, tol, note in runs]
+    return [Implementation(name, fn, lambda fn=fn: error(fn().float().reshape(bh, length, d).cpu().numpy(), False),
+                           tol, note) for name, fn, tol, note in runs]
 
 
 def bench_attention(lengths: Sequence[int], batch: int, heads: int, d: int = HEAD_DIM, repeats: int = 5,
                     unfused: bool = True, keep: Callable[[AttentionBench], object] | None = None) -> AttentionBench:
-    """Every attention at every length, checked then timed; ``keep(record)`` after each length."""
-    torch = torch_on_gpu()
+    """Every attention at every length, checked (first at an odd length) then timed; ``keep(record)`` after each."""
+    torch = gpu_torch()
     bench = AttentionBench(peak_fp32_flops=None if is_simulator() else peak_fp32_flops())
     rng = np.random.default_rng()
     bh = batch * heads
-    for length in lengths:
+
+    def implementations(length: int) -> list[Implementation]:
         qkv = [rng.standard_normal((bh, length, d), dtype=np.float32) for _ in range(3)]
 
         def error(got: np.ndarray, causal: bool) -> float:
             return attention_error(got, *qkv, sorted({0, bh - 1}), causal)
 
-        cases = numba_cases(qkv, error, unfused)
-        cases += torch_cases(torch, qkv, batch, heads, error) if torch is not None else []
-        row = AttentionRow(batch, heads, length, d, 4.0 * bh * length * length * d, 2 * 4 * bh * length * length,
-                           measure_cases(cases, repeats))
-        del cases
+        found = numba_implementations(qkv, error, unfused)
+        return found + (torch_implementations(torch, qkv, batch, heads, error) if torch is not None else [])
+
+    def done(length: int, measured: list[Measured]) -> None:
         if torch is not None:
             torch.cuda.empty_cache()
+        row = AttentionRow(batch, heads, length, d, 4.0 * bh * length * length * d, 2 * 4 * bh * length * length,
+                           measured)
         bench.rows.append(row)
         if keep is not None:
             keep(bench)
         print(f"attention B={batch} H={heads} L={length} d={d}: {row.flops / 1e9:.0f} GFLOP, "
               f"unfused scratch {row.unfused_scratch_bytes / 1e9:.2f} GB")
         print(attention_table(AttentionBench(peak_fp32_flops=None, rows=[row])))
+
+    measure_sizes(implementations, lengths, repeats, done)
     return bench
 
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from matplotlib.figure import Figure
-
 from helpers.harness.tables import table
-from helpers.lessons.softmax.report import best, committed_record, draw, measurement_rows, median, save_figure
+from helpers.lessons.softmax.report import best, committed_record, measurement_rows, median, save_figure
 
 from .record import AttentionBench, AttentionDram, AttentionRow
 
@@ -60,15 +58,11 @@ def dram_table(record: AttentionDram) -> str:
     return table(rows, ["kernel", "DRAM read MB", "DRAM written MB"]) + "\n" + ratio
 
 
-def plot(record: AttentionBench) -> Figure:
-    """The attention record drawn, one panel per length."""
-    return draw(record, _title)
+def title(row: AttentionRow) -> str:
+    """The title of one length's panel."""
+    return f"attention B={row.batch} H={row.heads} L={row.length} d={row.head_dim}"
 
 
 def save_plot(folder: Path | None = None) -> Path | None:
     """Draw the committed attention record as ``reductions_attention.png`` (no GPU needed)."""
-    return save_figure(committed(), _title, folder)
-
-
-def _title(row: AttentionRow) -> str:
-    return f"attention B={row.batch} H={row.heads} L={row.length} d={row.head_dim}"
+    return save_figure(committed(), title, folder)

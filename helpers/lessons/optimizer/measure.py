@@ -2,8 +2,9 @@
 
 On one tensor of 2^26 elements and on a list of 200 tensors of mixed sizes, every Numba
 step runs three steps from a fresh state and is checked against torch's ``fused=True``
-AdamW (or, without torch, against float64 NumPy) before it is timed with CUDA events,
-beside torch's three AdamW implementations.  The record goes to ``reductions_adamw.json``
+AdamW (or, without torch, against float64 NumPy), first at an odd size, before it is timed
+with CUDA events beside torch's three AdamW implementations
+(:func:`helpers.lessons.softmax.measure.measure_sizes`).  The record goes to ``reductions_adamw.json``
 after every case.  In the simulator only the checks run, at tiny sizes, and nothing is written.
 """
 
@@ -18,7 +19,8 @@ from numba import cuda
 
 from helpers.backend import is_simulator
 from helpers.harness.cli import Command
-from helpers.lessons.softmax.measure import Case, keeper, measure_cases, plots_command, quick_option, torch_on_gpu
+from helpers.lessons.softmax.measure import Implementation, gpu_torch, keeper, measure_sizes, plots_command, quick_option
+from helpers.lessons.softmax.record import Measured
 
 from . import kernels as optim
 from .record import AdamWBench, AdamWRow
@@ -95,7 +97,7 @@ def reference_state(torch: Any, params: list[Any], t: Tensors, opt: optim.AdamW)
                  for xs in (params, [ref.state[x]["exp_avg"] for x in params], [ref.state[x]["exp_avg_sq"] for x in params]))
 
 
-def numba_cases(t: Tensors, opt: optim.AdamW, want: tuple[np.ndarray, ...]) -> list[Case]:
+def numba_implementations(t: Tensors, opt: optim.AdamW, want: tuple[np.ndarray, ...]) -> list[Implementation]:
     """Each Numba step, checked after :data:`STEPS` steps from a fresh state, timed as step 1."""
     def checked(step_fn: Callable[[int], None]) -> Callable[[], float]:
         def check() -> float:
@@ -105,42 +107,51 @@ def numba_cases(t: Tensors, opt: optim.AdamW, want: tuple[np.ndarray, ...]) -> l
             return max(relative_difference(a, b) for a, b in zip(t.state(), want))
         return check
 
-    return [Case(name, lambda fn=fn: fn(1), checked(fn), TOLERANCE) for name, fn in numba_steps(t, opt)]
+    return [Implementation(name, lambda fn=fn: fn(1), checked(fn), TOLERANCE) for name, fn in numba_steps(t, opt)]
 
 
-def torch_cases(torch: Any, params: list[Any], opt: optim.AdamW) -> list[Case]:
-    """torch's AdamW for-loop, foreach and fused steps (the reference: not compared); the first step in the check."""
-    cases = []
+def torch_implementations(torch: Any, params: list[Any], opt: optim.AdamW) -> list[Implementation]:
+    """torch's AdamW for-loop, foreach and fused steps (the reference: not compared; the check takes the first step)."""
+    found = []
     for label, kwargs in (("torch AdamW foreach=False", {"foreach": False}), ("torch AdamW foreach=True", {"foreach": True}),
                           ("torch AdamW fused=True", {"fused": True})):
         step = torch.optim.AdamW(params, lr=opt.lr, betas=(opt.beta1, opt.beta2), eps=opt.eps,
                                  weight_decay=opt.weight_decay, **kwargs).step
-        cases.append(Case(label, step, lambda step=step: step(), math.inf))  # returns None: no error to compare
-    return cases
+        found.append(Implementation(label, step, lambda step=step: step(), math.inf))  # step() returns None
+    return found
 
 
 def bench_adamw(size: int, count: int, repeats: int = 20,
                 keep: Callable[[AdamWBench], object] | None = None) -> AdamWBench:
-    """AdamW on one tensor and on a list of ``count`` tensors, checked then timed; ``keep(record)`` after each."""
-    torch = torch_on_gpu()
+    """AdamW on one tensor and on a list of ``count`` tensors, checked (first at an odd size) then timed."""
+    torch = gpu_torch()
     opt = optim.AdamW()
     bench = AdamWBench()
     rng = np.random.default_rng()
-    for case, sizes in (("one tensor", [size]), ("list", optim.mixed_sizes(count, size))):
-        total = sum(sizes)
-        t = Tensors(sizes, rng.standard_normal(total, dtype=np.float32), rng.standard_normal(total, dtype=np.float32))
-        params = [] if torch is None else torch_params(torch, t)
-        cases = numba_cases(t, opt, reference_state(torch, params, t, opt))
-        cases += [] if torch is None else torch_cases(torch, params, opt)
-        row = AdamWRow(case, len(sizes), total, 28 * total, measure_cases(cases, repeats))
-        del cases, params, t
-        if torch is not None:
-            torch.cuda.empty_cache()
-        bench.rows.append(row)
-        if keep is not None:
-            keep(bench)
-        print(f"AdamW, {case}: {len(sizes)} tensors, {total} elements, {row.bytes_fused / 1e9:.2f} GB at 28 B/element")
-        print(adamw_table(AdamWBench(rows=[row])))
+
+    def measure(case: str, sizes_of: Callable[[int], list[int]]) -> None:
+        def implementations(n: int) -> list[Implementation]:
+            sizes = sizes_of(n)
+            t = Tensors(sizes, *(rng.standard_normal(sum(sizes), dtype=np.float32) for _ in range(2)))
+            params = [] if torch is None else torch_params(torch, t)
+            found = numba_implementations(t, opt, reference_state(torch, params, t, opt))
+            return found + ([] if torch is None else torch_implementations(torch, params, opt))
+
+        def done(n: int, measured: list[Measured]) -> None:
+            if torch is not None:
+                torch.cuda.empty_cache()
+            sizes = sizes_of(n)
+            row = AdamWRow(case, len(sizes), sum(sizes), 28 * sum(sizes), measured)
+            bench.rows.append(row)
+            if keep is not None:
+                keep(bench)
+            print(f"AdamW, {case}: {row.tensors} tensors, {row.elements} elements, "
+                  f"{row.bytes_fused / 1e9:.2f} GB at 28 B/element\n{adamw_table(AdamWBench(rows=[row]))}")
+
+        measure_sizes(implementations, [size], repeats, done)
+
+    measure("one tensor", lambda n: [n])
+    measure("list", lambda n: optim.mixed_sizes(count, n))
     return bench
 
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from matplotlib.figure import Figure
-
 from helpers.harness.tables import table
-from helpers.lessons.softmax.report import committed_record, draw, measurement_rows, median, save_figure
+from helpers.lessons.softmax.report import committed_record, measurement_rows, median, save_figure
 
 from .record import AdamWBench, AdamWRow
 
@@ -66,15 +64,11 @@ def adamw_launches(record: AdamWBench) -> list[str]:
     return lines
 
 
-def plot(record: AdamWBench) -> Figure:
-    """The AdamW record drawn, one panel per case."""
-    return draw(record, _title)
+def title(row: AdamWRow) -> str:
+    """The title of one case's panel."""
+    return f"AdamW, {row.case} ({row.tensors} tensor{'s' if row.tensors != 1 else ''}, {row.elements:,} elements)"
 
 
 def save_plot(folder: Path | None = None) -> Path | None:
     """Draw the committed AdamW record as ``reductions_adamw.png`` (no GPU needed)."""
-    return save_figure(committed(), _title, folder)
-
-
-def _title(row: AdamWRow) -> str:
-    return f"AdamW, {row.case} ({row.tensors} tensor{'s' if row.tensors != 1 else ''}, {row.elements:,} elements)"
+    return save_figure(committed(), title, folder)

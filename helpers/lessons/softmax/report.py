@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from helpers import results
+from helpers.device import resident_blocks_per_sm
 from helpers.harness.tables import table
 
 from .record import Measured, SoftmaxBench, SoftmaxRow
@@ -103,7 +104,7 @@ class InFlight:
     name: str
     threads_per_block: int
     registers: int
-    blocks_per_sm: int  # resident blocks, limited by registers, threads and the 32-block cap
+    blocks_per_sm: int  # resident blocks, limited by registers, threads and block slots
     loads_per_thread: int  # independent loads a thread can have outstanding at once
     bytes_in_flight: int  # over the whole GPU
     achieved_gbs: float
@@ -114,19 +115,13 @@ class InFlight:
         return self.bytes_in_flight / (self.achieved_gbs * 1e3)
 
 
-def resident_blocks(threads: int, regs: int, max_threads: int = 2048, max_blocks: int = 32,
-                    registers_per_sm: int = 65536) -> int:
-    """Blocks of ``threads`` that fit on one SM at ``regs`` registers per thread (8-register granules)."""
-    per_warp = -(-regs // 8) * 8 * 32
-    warps = -(-threads // 32)
-    return max(0, min(max_blocks, max_threads // threads, registers_per_sm // (per_warp * warps)))
-
-
 def bytes_in_flight(record: SoftmaxBench, rows: int = 16384, cols: int = 4096) -> list[InFlight]:
     """Bytes in flight for each timed fused and online Numba softmax at one shape.
 
     A row-in-registers thread issues all its ``ceil(cols / threads)`` loads before it
-    uses any; an online thread uses each value before its next load, so count one.
+    uses any; an online thread uses each value before its next load, so count one.  The
+    blocks an SM holds are :func:`helpers.device.resident_blocks_per_sm`'s (this GPU's
+    limits; the H200's in the simulator).
     """
     if record.provenance is None or record.provenance.sm_count is None:
         raise results.ResultError("bytes_in_flight needs the SM count of the GPU that was measured (its provenance)")
@@ -140,7 +135,7 @@ def bytes_in_flight(record: SoftmaxBench, rows: int = 16384, cols: int = 4096) -
                 continue
             t = m.threads_per_block
             loads = -(-cols // t) if m.name.startswith("numba fused") else 1
-            blocks = resident_blocks(t, m.registers)
+            blocks = resident_blocks_per_sm(m.registers, t)
             out.append(InFlight(m.name, t, m.registers, blocks, loads, sms * blocks * t * loads * 4,
                                 row.bytes_moved / m.median_ms / 1e6))
     return out
@@ -181,15 +176,11 @@ def save_figure(record: results.Record | None, title: Callable[[Any], str], fold
     return path
 
 
-def plot(record: SoftmaxBench) -> Figure:
-    """The softmax record drawn, one panel per shape."""
-    return draw(record, _title)
+def title(row: SoftmaxRow) -> str:
+    """The title of one shape's panel."""
+    return f"softmax {row.rows} x {row.cols}"
 
 
 def save_plot(folder: Path | None = None) -> Path | None:
     """Draw the committed softmax record as ``reductions_softmax.png`` (no GPU needed)."""
-    return save_figure(committed(), _title, folder)
-
-
-def _title(row: SoftmaxRow) -> str:
-    return f"softmax {row.rows} x {row.cols}"
+    return save_figure(committed(), title, folder)
