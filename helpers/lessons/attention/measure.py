@@ -4,9 +4,10 @@
 (fresh random inputs, a poisoned output, against float64 NumPy on two heads, relative to
 the largest output), and only then times it with CUDA events, against torch's naive
 attention and its SDPA kernels (:func:`helpers.lessons.softmax.measure.measure_sizes`); the
-record goes to ``reductions_attention.json`` after every length.  ``ncu-attention`` profiles both Numba pipelines' DRAM bytes with
-Nsight Compute (``reductions_attention_ncu.json``), running ``attention-workload`` under
-ncu.  In the simulator only the checks run, at tiny sizes, and nothing is written.
+record goes to ``reductions_attention.json`` after every length.  ``ncu-attention``
+profiles both Numba pipelines' DRAM bytes with Nsight Compute, running
+``attention-workload`` under it (``reductions_attention_ncu.json``).  In the simulator only
+the checks run, at tiny sizes, and nothing is written.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from numba import cuda
 
 from helpers.backend import is_simulator
 from helpers.device import peak_fp32_flops
+from helpers.harness.campaign import whole
 from helpers.harness.cli import Command
 from helpers.lessons.dram import ncu
 from helpers.lessons.softmax.measure import (Implementation, checked_output, gpu_torch, keeper, measure_sizes,
@@ -179,8 +181,8 @@ def run_attention(args: argparse.Namespace) -> AttentionBench | None:
 
 
 def shape_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--length", type=int, default=4096, help="L, the sequence length")
-    parser.add_argument("--heads", type=int, default=16, help="heads (batch and heads in one)")
+    parser.add_argument("--length", type=whole(1, "--length"), default=4096, help="L, the sequence length")
+    parser.add_argument("--heads", type=whole(1, "--heads"), default=16, help="heads (batch and heads in one)")
 
 
 def ncu_options(parser: argparse.ArgumentParser) -> None:

@@ -23,7 +23,7 @@ def committed_ncu() -> AttentionDram | None:
 def attention_table(record: AttentionBench) -> str:
     """Time and TFLOP/s (4 L^2 d per head) per implementation and length."""
     rows = measurement_rows(record.rows, lambda row: row.length, lambda row, ms: f"{row.flops / ms / 1e9:.1f}",
-                            digits=3, note=True)
+                            digits=3)
     return table(rows, ["L", "implementation", "time", "TFLOP/s", "error", "note"], align="rlrrrl")
 
 

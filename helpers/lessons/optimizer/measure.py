@@ -59,9 +59,6 @@ class Tensors:
     def state(self) -> tuple[np.ndarray, ...]:
         return self.p.copy_to_host(), self.m.copy_to_host(), self.v.copy_to_host()
 
-    def tensor(self, flat: np.ndarray, i: int) -> np.ndarray:
-        return flat[self.offsets[i]:self.offsets[i + 1]].copy()
-
 
 def numba_steps(t: Tensors, opt: optim.AdamW) -> list[tuple[str, Callable[[int], None]]]:
     """The Numba steps: fused once per tensor, fused over the flat buffer (for a list), unfused."""
@@ -76,10 +73,17 @@ def numba_steps(t: Tensors, opt: optim.AdamW) -> list[tuple[str, Callable[[int],
 
 
 def torch_params(torch: Any, t: Tensors) -> list[Any]:
-    params = [torch.nn.Parameter(torch.as_tensor(t.tensor(t.p0, i), device="cuda")) for i in range(len(t.sizes))]
-    for i, param in enumerate(params):
-        param.grad = torch.as_tensor(t.tensor(t.g0, i), device="cuda")
+    """torch copies of the fresh parameters, their gradients set."""
+    params = [torch.nn.Parameter(torch.as_tensor(p, device="cuda").clone()) for p in t.views[0]]
+    for param, g in zip(params, t.views[1]):
+        param.grad = torch.as_tensor(g, device="cuda").clone()
     return params
+
+
+def torch_adamw(torch: Any, params: list[Any], opt: optim.AdamW, **kind: bool) -> Any:
+    """torch's AdamW with ``opt``'s settings (``fused=True``, ``foreach=False``, ...)."""
+    return torch.optim.AdamW(params, lr=opt.lr, betas=(opt.beta1, opt.beta2), eps=opt.eps,
+                             weight_decay=opt.weight_decay, **kind)
 
 
 def reference_state(torch: Any, params: list[Any], t: Tensors, opt: optim.AdamW) -> tuple[np.ndarray, ...]:
@@ -89,8 +93,7 @@ def reference_state(torch: Any, params: list[Any], t: Tensors, opt: optim.AdamW)
         for step in range(1, STEPS + 1):
             p, m, v = optim.reference(p, t.g0, m, v, opt, step)
         return p, m, v
-    ref = torch.optim.AdamW(params, lr=opt.lr, betas=(opt.beta1, opt.beta2), eps=opt.eps,
-                            weight_decay=opt.weight_decay, fused=True)
+    ref = torch_adamw(torch, params, opt, fused=True)
     for _ in range(STEPS):
         ref.step()
     return tuple(np.concatenate([x.detach().cpu().numpy() for x in xs])
@@ -115,8 +118,7 @@ def torch_implementations(torch: Any, params: list[Any], opt: optim.AdamW) -> li
     found = []
     for label, kwargs in (("torch AdamW foreach=False", {"foreach": False}), ("torch AdamW foreach=True", {"foreach": True}),
                           ("torch AdamW fused=True", {"fused": True})):
-        step = torch.optim.AdamW(params, lr=opt.lr, betas=(opt.beta1, opt.beta2), eps=opt.eps,
-                                 weight_decay=opt.weight_decay, **kwargs).step
+        step = torch_adamw(torch, params, opt, **kwargs).step
         found.append(Implementation(label, step, lambda step=step: step(), math.inf))  # step() returns None
     return found
 

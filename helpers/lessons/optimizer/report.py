@@ -23,7 +23,7 @@ def adamw_table(record: AdamWBench) -> str:
     """Time and GB/s (at the fused kernel's 28 B per element) per implementation and case."""
     rows = measurement_rows(record.rows, lambda row: row.case, lambda row, ms: f"{row.bytes_fused / ms / 1e6:.0f}",
                             digits=3)
-    return table(rows, ["case", "implementation", "time", "GB/s", "diff vs torch"], align="llrrr")
+    return table(rows, ["case", "implementation", "time", "GB/s", "diff vs torch", "note"], align="llrrrl")
 
 
 def adamw_claims(record: AdamWBench) -> list[str]:

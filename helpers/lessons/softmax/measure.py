@@ -27,7 +27,7 @@ from numba import cuda
 from helpers import results
 from helpers.backend import is_simulator
 from helpers.device import registers_per_thread
-from helpers.harness.campaign import Builder, Case, odd_size, run_cases
+from helpers.harness.campaign import Builder, Case, odd_size, reason, run_cases
 from helpers.harness.cli import Command
 from helpers.harness.device_checks import poison_on_device
 from helpers.harness.peers import Unavailable, describe_torch_compile, prepare, require_gpu_module, torch_compile
@@ -156,7 +156,7 @@ def measure_shape(rows: int, cols: int, repeats: int, variants: bool) -> Softmax
     order = list(prepared.builders)
     failed = run_cases(prepared.builders, [rows], pool=pool, report=lambda checked: None,  # type: ignore[arg-type]
                        time=time, progress=False)
-    done.update({label: Measured(label, None, note=f"WRONG, not timed: {why[:100]}") for label, why in failed.items()})
+    done.update({label: Measured(label, None, note=f"not timed: {why[:100]}") for label, why in failed.items()})
     return SoftmaxRow(rows, cols, 8 * rows * cols, [done[label] for label in order])
 
 
@@ -177,7 +177,7 @@ def bench_softmax(shapes: Sequence[tuple[int, int]], repeats: int = 30, variants
     return bench
 
 
-# --- what lessons 11's attention and 12 measure the same way ----------------------------------------
+# --- shared with lesson 11's attention and lesson 12 ---------------------------------------------
 
 
 @dataclass
@@ -207,8 +207,8 @@ def _check(impl: Implementation) -> tuple[float | None, str | None]:
     """``impl``'s error, and why it fails its check (None when it passes)."""
     try:
         error = impl.error()
-    except RuntimeError as exc:  # a library that refuses these shapes
-        return None, f"not run: {str(exc).splitlines()[0][:80]}"
+    except Exception as exc:  # a library that refuses these shapes, a block that does not fit: never timed
+        return None, f"not run: {reason(exc).splitlines()[0][:100]}"
     return error, None if error is None or error < impl.tolerance else f"WRONG, not timed: error {error:.1e}"
 
 

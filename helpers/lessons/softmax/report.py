@@ -1,6 +1,6 @@
 """What notebook 11 shows of the softmax measurements: the table, the claims, bytes in flight, the figure.
 
-Lessons 11's attention and 12 read their records the same way: :func:`committed_record`,
+Lesson 11's attention and lesson 12 read their records the same way: :func:`committed_record`,
 :func:`best`, :func:`median`, :func:`measurement_rows` and :func:`draw` serve all three.
 """
 
@@ -53,15 +53,15 @@ def best(row: Any, prefix: str) -> Measured | None:
 
 
 def measurement_rows(rows: list[Any], label: Callable[[Any], str], rate: Callable[[Any, float], str],
-                     digits: int, note: bool = False) -> list[list[Any]]:
-    """One table row per measurement: the row's label, the name, the time, ``rate(row, ms)``, the error."""
+                     digits: int) -> list[list[Any]]:
+    """One table row per measurement: the row's label, the name, the time, ``rate(row, ms)``, the error, the note."""
     cells = []
     for row in rows:
         for m in row.measured:
             timed = m.median_ms is not None
             cells.append([label(row), m.name, f"{m.median_ms:.{digits}f} ms" if timed else None,
                           rate(row, m.median_ms) if timed else None,
-                          None if m.max_rel_err is None else f"{m.max_rel_err:.1e}"] + ([m.note] if note else []))
+                          None if m.max_rel_err is None else f"{m.max_rel_err:.1e}", m.note])
     return cells
 
 
@@ -69,7 +69,7 @@ def softmax_table(record: SoftmaxBench) -> str:
     """Time and GB/s (x read once plus out written once) per implementation and shape."""
     rows = measurement_rows(record.rows, lambda row: f"{row.rows} x {row.cols}",
                             lambda row, ms: f"{row.bytes_moved / ms / 1e6:.0f}", digits=4)
-    text = table(rows, ["M x N", "implementation", "time", "GB/s", "max rel err"], align="rlrrr")
+    text = table(rows, ["M x N", "implementation", "time", "GB/s", "max rel err", "note"], align="rlrrrl")
     if record.copy_ceiling_gbs:
         text += f"\ndevice-to-device copy, same run: {record.copy_ceiling_gbs:.0f} GB/s"
     return text
