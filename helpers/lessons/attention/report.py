@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers.harness.tables import table
-from helpers.lessons.softmax.report import best, committed_record, measurement_rows, median, save_figure
+from helpers.lessons.softmax.report import best, committed_record, measurement_table, median, save_figure
 
 from .record import AttentionBench, AttentionDram, AttentionRow
 
@@ -22,9 +22,8 @@ def committed_ncu() -> AttentionDram | None:
 
 def attention_table(record: AttentionBench) -> str:
     """Time and TFLOP/s (4 L^2 d per head) per implementation and length."""
-    rows = measurement_rows(record.rows, lambda row: row.length, lambda row, ms: f"{row.flops / ms / 1e9:.1f}",
-                            digits=3)
-    return table(rows, ["L", "implementation", "time", "TFLOP/s", "error", "note"], align="rlrrrl")
+    return measurement_table(record.rows, ("L", "r", lambda row: row.length),
+                             ("TFLOP/s", lambda row, ms: f"{row.flops / ms / 1e9:.1f}"), "error", digits=3)
 
 
 def attention_claims(record: AttentionBench, ncu_record: AttentionDram | None = None) -> list[str]:

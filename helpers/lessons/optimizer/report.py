@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.harness.tables import table
-from helpers.lessons.softmax.report import committed_record, measurement_rows, median, save_figure
+from helpers.lessons.softmax.report import committed_record, measurement_table, median, save_figure
 
 from .record import AdamWBench, AdamWRow
 
@@ -21,9 +20,8 @@ def committed() -> AdamWBench | None:
 
 def adamw_table(record: AdamWBench) -> str:
     """Time and GB/s (at the fused kernel's 28 B per element) per implementation and case."""
-    rows = measurement_rows(record.rows, lambda row: row.case, lambda row, ms: f"{row.bytes_fused / ms / 1e6:.0f}",
-                            digits=3)
-    return table(rows, ["case", "implementation", "time", "GB/s", "diff vs torch", "note"], align="llrrrl")
+    return measurement_table(record.rows, ("case", "l", lambda row: row.case),
+                             ("GB/s", lambda row, ms: f"{row.bytes_fused / ms / 1e6:.0f}"), "diff vs torch", digits=3)
 
 
 def adamw_claims(record: AdamWBench) -> list[str]:

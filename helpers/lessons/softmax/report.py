@@ -1,7 +1,7 @@
 """What notebook 11 shows of the softmax measurements: the table, the claims, bytes in flight, the figure.
 
 Lesson 11's attention and lesson 12 read their records the same way: :func:`committed_record`,
-:func:`best`, :func:`median`, :func:`measurement_rows` and :func:`draw` serve all three.
+:func:`best`, :func:`median`, :func:`measurement_table` and :func:`draw` serve all three.
 """
 
 from __future__ import annotations
@@ -52,24 +52,24 @@ def best(row: Any, prefix: str) -> Measured | None:
     return min(timed, key=lambda m: m.median_ms) if timed else None
 
 
-def measurement_rows(rows: list[Any], label: Callable[[Any], str], rate: Callable[[Any, float], str],
-                     digits: int) -> list[list[Any]]:
-    """One table row per measurement: the row's label, the name, the time, ``rate(row, ms)``, the error, the note."""
+def measurement_table(rows: list[Any], label: tuple[str, str, Callable[[Any], Any]],
+                      rate: tuple[str, Callable[[Any, float], str]], error: str, digits: int) -> str:
+    """One line per measurement: the row's ``label`` (its column, ``l`` or ``r``, and how to write it), the name,
+    the time, the ``rate`` (its column and ``rate(row, ms)``), the ``error`` column and the note."""
     cells = []
     for row in rows:
         for m in row.measured:
             timed = m.median_ms is not None
-            cells.append([label(row), m.name, f"{m.median_ms:.{digits}f} ms" if timed else None,
-                          rate(row, m.median_ms) if timed else None,
+            cells.append([label[2](row), m.name, f"{m.median_ms:.{digits}f} ms" if timed else None,
+                          rate[1](row, m.median_ms) if timed else None,
                           None if m.max_rel_err is None else f"{m.max_rel_err:.1e}", m.note])
-    return cells
+    return table(cells, [label[0], "implementation", "time", rate[0], error, "note"], align=label[1] + "lrrrl")
 
 
 def softmax_table(record: SoftmaxBench) -> str:
     """Time and GB/s (x read once plus out written once) per implementation and shape."""
-    rows = measurement_rows(record.rows, lambda row: f"{row.rows} x {row.cols}",
-                            lambda row, ms: f"{row.bytes_moved / ms / 1e6:.0f}", digits=4)
-    text = table(rows, ["M x N", "implementation", "time", "GB/s", "max rel err", "note"], align="rlrrrl")
+    text = measurement_table(record.rows, ("M x N", "r", lambda row: f"{row.rows} x {row.cols}"),
+                             ("GB/s", lambda row, ms: f"{row.bytes_moved / ms / 1e6:.0f}"), "max rel err", digits=4)
     if record.copy_ceiling_gbs:
         text += f"\ndevice-to-device copy, same run: {record.copy_ceiling_gbs:.0f} GB/s"
     return text
