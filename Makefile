@@ -78,7 +78,7 @@ clean:
 # e.g. make bench BENCH_ARGS="--sizes 2^10..2^24:2 --impl three,fused,copy"
 .PHONY: bench
 bench: $(VENV)/.installed-lab
-	$(PY) -m helpers.lessons.sweep.bench $(BENCH_ARGS)
+	$(PY) -m helpers.lessons.sweep $(BENCH_ARGS)
 
 # Student and solution notebooks from notebooks/exercises/source (never clobbers a
 # student's edits; RELEASE_ARGS=--force to overwrite, RELEASE_ARGS=--check to verify).

@@ -167,7 +167,7 @@ def _chart_kind(tree: ast.AST) -> list[str]:
 
 
 def notebook_imports(notebook: nbformat.NotebookNode) -> dict[str, str]:
-    """Local name -> dotted path, from the notebook's absolute imports (``sp`` -> ``helpers.lessons.sweep.plots``)."""
+    """Local name -> dotted path, from the notebook's absolute imports (``sp`` -> ``helpers.lessons.sweep.report``)."""
     names: dict[str, str] = {}
     for cell in notebook.cells:
         tree = _parse(cell.source) if cell.cell_type == "code" else None

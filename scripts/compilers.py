@@ -45,7 +45,7 @@ from helpers.lessons.fuser.fuser import fuse
 from helpers.results import Record, save
 from helpers.sizes import BLOCK_SIZE, blocks_for
 from helpers.timing import time_gpu
-from helpers.lessons.roofline import roofline
+from helpers.lessons.roofline import kernels
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (2**10, 2**20, 2**28)
@@ -133,7 +133,7 @@ def elementwise_cases() -> list[tuple[str, str, Callable[[], tuple[str, str]]]]:
     fused = fuse(lambda a, b, c, s: (a + b) * c / s, scalars="s", name="fused_by_fuser")
     cases = [("01", "three kernels", three), ("03", "fused", run(lambda *x: pipeline.run_fused(*x[:3], float(x[3]), x[4]))),
              ("06", "fuser", run(lambda a, b, c, s, out: fused[blocks_for(CHECK_N), BLOCK_SIZE](a, b, c, s, out)))]
-    return cases + [("07", name, run(launch)) for name, launch in roofline.VARIANTS.items()]
+    return cases + [("07", name, run(launch)) for name, launch in kernels.VARIANTS.items()]
 
 
 def reduction_cases() -> list[tuple[str, str, Callable[[], tuple[str, str]]]]:

@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 import helpers  # noqa: E402,F401  (chooses the backend before numba loads)
 from helpers.device import datasheet_bandwidth_gbs  # noqa: E402
-from helpers.lessons.roofline.roofline import Roofline  # noqa: E402
+from helpers.lessons.roofline.record import Roofline  # noqa: E402
 from helpers.lessons.sweep import analysis as sa  # noqa: E402
 from helpers.lessons.sweep.record import Sweep  # noqa: E402
 from helpers.lessons.transfers.transfers import Transfers  # noqa: E402

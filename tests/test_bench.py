@@ -1,21 +1,23 @@
-"""The size sweep (helpers.lessons.sweep.bench), its analysis (helpers.lessons.sweep.analysis) and plots (helpers.lessons.sweep.plots).
+"""The size sweep (helpers.lessons.sweep.measure), its analysis (helpers.lessons.sweep.analysis), tables and plots
+(helpers.lessons.sweep.report).
 
 Analysis and plots are tested on *synthetic* curves built from a simple model
 (launch cost + bytes / bandwidth), so that the expected regimes are known.
 """
 
 
+import re
+
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
 import helpers
-from helpers.checks import CheckFailed
+from helpers.harness import campaign, cli
 from helpers.harness.device_checks import poison_on_device
 from helpers.lessons.sweep import analysis as sa
-from helpers.lessons.sweep import bench
-from helpers.lessons.sweep import plots as sp
-from helpers.lessons.sweep import plots as sweep_plots
+from helpers.lessons.sweep import measure
+from helpers.lessons.sweep import report as sp
 from helpers.lessons.sweep.record import (
     ImplementationInfo,
     LauncherCost,
@@ -72,38 +74,29 @@ def synthetic_result(device="NVIDIA H200", launch_us=2.0, with_copy=True):
 # --- options -----------------------------------------------------------------------------------
 
 
-def test_sizes_are_read_from_powers_ranges_and_numbers():
-    assert bench.parse_sizes("2^10..2^12") == [1024, 2048, 4096]
-    assert bench.parse_sizes("2^10..2^14:2") == [1024, 4096, 16384]
-    assert bench.parse_sizes("1000, 2^4,1000") == [16, 1000]
+PACKAGE = "helpers.lessons.sweep"
 
 
-@pytest.mark.parametrize("text, message", [
-    ("abc", "cannot read size 'abc'"),
-    ("2^5..2^3", "LOW <= HIGH"),
-    ("0", "positive"),
-    (" , ", "no sizes"),
-])
-def test_bad_sizes_are_named(text, message):
-    with pytest.raises(ValueError, match=message):
-        bench.parse_sizes(text)
+def parse(argv):
+    return cli.parse(PACKAGE, measure.COMMANDS, argv)
 
 
-def test_implementations_are_checked_by_name():
-    assert bench.parse_implementations("all") == list(bench.IMPLEMENTATIONS)
-    assert bench.parse_implementations("fused,three,fused") == ["fused", "three"]
-    with pytest.raises(ValueError, match="unknown implementation.*bogus.*choose from"):
-        bench.parse_implementations("fused,bogus")
+def test_implementations_are_checked_by_name(capsys):
+    assert parse(["--impl", "all"]).impl == list(measure.IMPLEMENTATIONS)
+    assert parse(["--impl", "fused,three,fused"]).impl == ["fused", "three"]
+    with pytest.raises(SystemExit):
+        parse(["--impl", "fused,bogus"])
+    assert re.search("unknown implementation.*bogus.*choose from", capsys.readouterr().err)
 
 
 def test_command_line_defaults_and_errors(capsys):
-    options = bench.parse_options(["--impl", "three,fused", "--repeats", "30"])
-    assert options.implementations == ["three", "fused"] and options.repeats == 30
-    assert options.sizes == (bench.SIMULATOR_SIZES if helpers.is_simulator() else bench.GPU_SIZES)
+    options = parse(["--impl", "three,fused", "--repeats", "30"])
+    assert options.impl == ["three", "fused"] and options.repeats == 30
+    assert options.sizes == (campaign.SIMULATOR_SIZES if helpers.is_simulator() else campaign.GPU_SIZES)
     for argv, message in ((["--impl", "nope"], "unknown implementation"), (["--repeats", "0"], "repeats must be >= 1"),
                           (["--sizes", "2^x"], "cannot read size")):
         with pytest.raises(SystemExit) as exit_info:
-            bench.parse_options(argv)
+            parse(argv)
         assert exit_info.value.code == 2
         assert message in capsys.readouterr().err
 
@@ -111,7 +104,7 @@ def test_command_line_defaults_and_errors(capsys):
 @pytest.mark.skipif(not helpers.is_simulator(), reason="simulator limit")
 def test_simulator_refuses_gpu_sizes(capsys):
     with pytest.raises(SystemExit):
-        bench.parse_options(["--sizes", "2^20"])
+        parse(["--sizes", "2^20"])
     assert "too large for the CUDA simulator" in capsys.readouterr().err
 
 
@@ -120,8 +113,8 @@ def test_simulator_refuses_gpu_sizes(capsys):
 
 @pytest.mark.skipif(not helpers.is_simulator(), reason="the simulated sweep")
 def test_simulator_sweep_checks_everything_and_times_nothing(tmp_path):
-    assert bench.main(["--sizes", "100,300", "--impl", "three,fused,numpy,copy,torch", "--out", str(tmp_path),
-                       "--quiet", "--no-plots"]) == 0
+    assert cli.main_of(PACKAGE, measure.COMMANDS, ["--sizes", "100,300", "--impl", "three,fused,numpy,copy,torch",
+                                                   "--out", str(tmp_path), "--quiet", "--no-plots"]) == 0
     assert "median_ms" not in (tmp_path / "bench_sweep.json").read_text()  # no number that could pass for a time
     result = load(Sweep, tmp_path)
     assert result.simulated is True and "SIMULATED" in result.note and result.complete
@@ -140,20 +133,21 @@ def test_simulator_sweep_checks_everything_and_times_nothing(tmp_path):
 def _half_written(pool):
     """A deliberately wrong implementation: the fused kernel on the first half only."""
     from helpers.pipeline import fused_kernel
+    from helpers.sizes import blocks_for
 
     def case(n):
         a, b, c, _, _, out = pool.views(n)
         half = n // 2
-        return bench.Case(lambda: fused_kernel[bench.blocks_for(half), 256](a[:half], b[:half], c[:half], pool.s, out[:half]),
-                          lambda: out, lambda: poison_on_device(out), pool.expected[:n])
+        return campaign.Case(lambda: fused_kernel[blocks_for(half), 256](a[:half], b[:half], c[:half], pool.s, out[:half]),
+                             lambda: out, lambda: poison_on_device(out), pool.expected[:n])
 
     return case
 
 
 def test_a_wrong_implementation_is_caught_and_never_timed(monkeypatch):
-    wrong = bench.Implementation("wrong", "half written", "gpu", "fused", "writes half of out", _half_written)
-    monkeypatch.setitem(bench.IMPLEMENTATIONS, "wrong", wrong)
-    result = bench.run_sweep([256, 512], ["wrong", "fused"], repeats=2, warmup=1, progress=False)
+    wrong = measure.Implementation("wrong", "half written", "gpu", "fused", "writes half of out", _half_written)
+    monkeypatch.setitem(measure.IMPLEMENTATIONS, "wrong", wrong)
+    result = measure.run_sweep([256, 512], ["wrong", "fused"], repeats=2, warmup=1, progress=False)
     failures = [v for v in result.verification if not v.passed]
     assert len(failures) == 1 and "never written" in failures[0].error
     assert result.implementations["half written"].status == "failed"
@@ -161,24 +155,9 @@ def test_a_wrong_implementation_is_caught_and_never_timed(monkeypatch):
     assert any(v.implementation == "numba fused" and v.n == 512 and v.passed for v in result.verification)
 
 
-def test_verify_reports_the_first_bad_element():
-    from numba import cuda
-
-    n = 300
-    expected = cuda.to_device(np.ones(n, np.float32))
-    out = cuda.to_device(np.ones(n, np.float32))
-
-    def run():
-        out[7:8].copy_to_device(np.array([5.0], np.float32))
-
-    case = bench.Case(run, lambda: out, lambda: None, expected)
-    with pytest.raises(CheckFailed, match="element 7"):
-        bench.verify(case, "broken", n)
-
-
 @pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU")
 def test_gpu_sweep_times_every_mode():
-    result = bench.run_sweep([2**12, 2**20], ["three", "fused", "copy"], repeats=5, warmup=2, progress=False)
+    result = measure.run_sweep([2**12, 2**20], ["three", "fused", "copy"], repeats=5, warmup=2, progress=False)
     modes = {(m.implementation, m.n, m.mode) for m in result.measurements}
     assert len(modes) == 3 * 2 * 3
     assert all(m.median_ms > 0 and len(m.samples_ms) == 5 for m in result.measurements)
@@ -190,7 +169,7 @@ def test_gpu_sweep_times_every_mode():
 
 @pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU")
 def test_gpu_launch_overhead_is_measured_for_both_numba_styles():
-    overhead = bench.measure_launch_overhead(launches=20, repeats=2)
+    overhead = measure.measure_launch_overhead(launches=20, repeats=2)
     rows = overhead.launchers
     for label in ("numba fused, lazy @cuda.jit", "numba fused, explicit signature", "numba add, explicit signature"):
         assert 0 < rows[label].issue_us < 10_000
@@ -261,21 +240,21 @@ def test_reading_a_result():
 
 def test_claims_hold_fail_and_are_not_compared_across_gpus():
     result = synthetic_result()
-    claims = {c.claim.split(" at 2^28")[0]: c for c in bench.check_claims(result)}
+    claims = {c.claim.split(" at 2^28")[0]: c for c in measure.check_claims(result)}
     speedup = claims["fused is >= 2x faster than three kernels"]
     assert speedup.holds is True and speedup.measured == pytest.approx(2.0, rel=0.02)
     assert speedup.line().startswith("fused is >= 2x faster than three kernels at 2^28 (the bytes ratio is 2): yes, 2.0")
     assert claims["torch.compile"].holds is None  # not measured
     # the model's 3 µs-per-launch fused time at 2^28 is ~1.2 ms: within 10 % of the earlier probe's 1.165 ms
     assert claims["numba fused"].holds is True
-    other = {c.claim.split(" at 2^28")[0]: c for c in bench.check_claims(synthetic_result(device="Some GPU"))}
+    other = {c.claim.split(" at 2^28")[0]: c for c in measure.check_claims(synthetic_result(device="Some GPU"))}
     assert other["numba fused"].holds is None and "not an H200" in other["numba fused"].note
     slow = synthetic_result()
     fused_ms = sa.median_at(slow, "numba fused", 2**28)
     for m in slow.measurements:
         if m.implementation == "numba three kernels" and m.n == 2**28 and m.mode == "loop":
             m.median_ms = 1.5 * fused_ms  # a fusion that bought only 1.5x
-    slow_claim = bench.check_claims(slow)[0]
+    slow_claim = measure.check_claims(slow)[0]
     assert slow_claim.holds is False and slow_claim.line().endswith("no, 1.50x")
 
 
@@ -317,7 +296,7 @@ def test_plots_return_figures_with_curves_and_regimes(tmp_path):
                               launchers={"numba fused, lazy @cuda.jit": LauncherCost(20.0, 20.0, 30.0, [20.0], [30.0])})
     assert isinstance(sp.plot_launch_overhead(overhead), Figure)
     paths = sp.save_all(result, tmp_path, overhead=overhead)
-    assert sorted(p.name for p in paths) == sorted(sweep_plots.PNG_NAMES.values())
+    assert sorted(p.name for p in paths) == sorted(sp.PNG_NAMES.values())
     assert all(p.stat().st_size > 1000 for p in paths)
 
 
@@ -329,4 +308,4 @@ def test_plots_of_a_simulated_sweep_say_there_are_no_timings():
         figure = plot(result)
         assert "no timings" in " ".join(t.get_text() for t in figure.axes[0].texts)
         assert not figure.axes[0].lines
-    assert bench.summary_table(result).startswith("no timings")
+    assert sp.summary_table(result).startswith("no timings")

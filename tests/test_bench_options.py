@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import helpers
-from helpers.lessons.sweep import bench
+from helpers.harness import cli
+from helpers.lessons.sweep import measure
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -16,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def usage_error(argv, capsys):
     """Run the option parser; return argparse's error text (exit status 2)."""
     with pytest.raises(SystemExit) as exit_info:
-        bench.parse_options(argv)
+        cli.parse("helpers.lessons.sweep", measure.COMMANDS, argv)
     assert exit_info.value.code == 2
     return capsys.readouterr().err
 
@@ -30,27 +31,23 @@ def test_out_pointing_at_a_file_is_a_usage_error(tmp_path, capsys):
 
 
 def test_out_folder_that_exists_or_can_be_made_is_fine(tmp_path):
-    assert bench.parse_options(["--out", str(tmp_path)]).out == tmp_path
-    assert bench.parse_options(["--out", str(tmp_path / "new" / "folder")]).out == tmp_path / "new" / "folder"
+    def out(argv):
+        return cli.parse("helpers.lessons.sweep", measure.COMMANDS, argv).out
 
-
-def test_absurd_exponents_are_refused_before_anything_is_computed():
-    with pytest.raises(ValueError, match=r"2\^100 elements is far more than any GPU's memory"):
-        bench.parse_sizes("2^100")
-    with pytest.raises(ValueError, match=r"2\^99 elements"):
-        bench.parse_sizes("2^10..2^99")  # would otherwise build a list of 90 enormous sizes
+    assert out(["--out", str(tmp_path)]) == tmp_path
+    assert out(["--out", str(tmp_path / "new" / "folder")]) == tmp_path / "new" / "folder"
 
 
 def test_the_command_line_gives_a_usage_error_not_a_traceback(tmp_path):
     target = tmp_path / "a_file"
     target.write_text("")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-m", "helpers.lessons.sweep.bench", "--out", str(target), "--no-overhead"],
+    done = subprocess.run([sys.executable, "-m", "helpers.lessons.sweep", "--out", str(target), "--no-overhead"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert "is a file, not a folder" in done.stderr
-    assert "usage: python -m helpers.lessons.sweep.bench" in done.stderr
+    assert "usage: python -m helpers.lessons.sweep" in done.stderr
 
 
 @pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU: its free memory is the limit")

@@ -21,7 +21,7 @@ from helpers.counting import CannotAttribute, simulated_traffic
 from helpers.counting.carry import function_spec
 from helpers.counting.other_backend import COMPILER, run_under
 from helpers.counting.traffic import _simulate_in_subprocess
-from helpers.lessons.roofline import roofline
+from helpers.lessons.roofline import kernels
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
 N = 203  # not a multiple of 4 nor of the block
@@ -44,7 +44,7 @@ def _both_ways(kernel, grid, args, names):
 @pytest.mark.parametrize("name", ["vec4", "streaming", "vec4_streaming", "grid_stride"])
 def test_roofline_kernels_and_their_intrinsics_count_in_the_subprocess(name):
     """load4 / load_cs ... are carried as roofline's own names: under the simulator, their stand-ins."""
-    kernel = roofline.VARIANT_INFO[name].kernel
+    kernel = kernels.VARIANT_INFO[name].kernel
     a, b, c = (cuda.to_device(h) for h in random_inputs(N, seed=4))
     args, names = (a, b, c, np.float32(1.7), poisoned(N)), ["a", "b", "c", "s", "out"]
     grid = blocks_for(max(N // 4, 3)) if "vec4" in name else blocks_for(N)
@@ -54,9 +54,9 @@ def test_roofline_kernels_and_their_intrinsics_count_in_the_subprocess(name):
 
 def test_a_gpu_process_sends_roofline_intrinsics_by_name():
     """What the GPU side sends (made under the real compiler, no GPU needed): names to import again."""
-    spec = run_under(COMPILER, "helpers.counting.carry:spec_request", {"kernel": "helpers.lessons.roofline.roofline:vec4_kernel"})
-    assert spec["globals"]["load4"] == {"import": "helpers.lessons.roofline.roofline:load4"}
-    assert spec["globals"]["store4"] == {"import": "helpers.lessons.roofline.roofline:store4"}
+    spec = run_under(COMPILER, "helpers.counting.carry:spec_request", {"kernel": "helpers.lessons.roofline.kernels:vec4_kernel"})
+    assert spec["globals"]["load4"] == {"import": "helpers.lessons.roofline.kernels:load4"}
+    assert spec["globals"]["store4"] == {"import": "helpers.lessons.roofline.kernels:store4"}
     assert spec["globals"]["cuda"] == {"module": "numba.cuda"}
 
 

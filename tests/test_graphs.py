@@ -1,4 +1,4 @@
-"""CUDA graphs (helpers.lessons.launches.graphs) and the launches measurement (helpers.lessons.launches.launches).
+"""CUDA graphs (helpers.lessons.launches.graphs) and the launches measurement (helpers.lessons.launches.measure).
 
 In the simulator: launches are checked before capture (host arrays refused), capture
 says graphs need a GPU, nothing is timed, the ledger counts the launches a graph
@@ -16,10 +16,14 @@ import helpers
 from helpers import results
 from helpers.checks import check_close, random_inputs
 from helpers.ledger import Ledger
-from helpers.lessons.launches import graphs, launches
+from helpers.harness import cli
+from helpers.lessons.launches import graphs, kernels, measure
+from helpers.lessons.launches import record as lr
 from helpers.pipeline import (
     add_kernel,
     fused_kernel,
+    launch_fused,
+    launch_three,
     reference,
     run_fused,
     run_three_kernels,
@@ -30,6 +34,15 @@ on_gpu = pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU")
 in_simulator = pytest.mark.skipif(not helpers.is_simulator(), reason="simulator behaviour")
 
 N = 300  # small: the simulator runs a few thousand threads per second; not a multiple of the block
+
+
+def three_pipeline(a, b, c, s, t1, t2, out):
+    """The three launches as a function of a stream (so they run directly or are captured)."""
+    return lambda stream: launch_three(a, b, c, s, t1, t2, out, stream)
+
+
+def fused_pipeline(a, b, c, s, out):
+    return lambda stream: launch_fused(a, b, c, s, out, stream)
 
 
 def _arrays(n: int = N) -> tuple:
@@ -52,7 +65,7 @@ def test_check_capturable_refuses_host_arrays_and_hints_and_accepts_device_array
 def test_a_host_array_is_refused_before_anything_is_recorded():
     a, b, c, t1, t2, out = _arrays()
     host_b = np.ones(N, np.float32)
-    pipeline = launches.three_pipeline(a, host_b, c, np.float32(2.0), t1, t2, out)
+    pipeline = three_pipeline(a, host_b, c, np.float32(2.0), t1, t2, out)
     with pytest.raises(graphs.NotCapturable, match="argument 2 of add_kernel is a host NumPy array"):
         graphs.capture(pipeline)
 
@@ -62,7 +75,7 @@ def test_capture_in_the_simulator_checks_the_launches_then_says_graphs_need_a_gp
     a, b, c, t1, t2, out = _arrays()
     out.copy_to_device(np.full(N, np.nan, np.float32))
     with pytest.raises(graphs.GraphsNeedGPU, match=r"need a GPU.*3 launches \(add_kernel, multiply_kernel, scale_kernel\)"):
-        graphs.capture(launches.three_pipeline(a, b, c, np.float32(2.0), t1, t2, out))
+        graphs.capture(three_pipeline(a, b, c, np.float32(2.0), t1, t2, out))
     assert np.isnan(out.copy_to_host()).all(), "checking the launches must not run them"
     with pytest.raises(graphs.GraphsNeedGPU):
         graphs.default_stream()
@@ -130,8 +143,8 @@ def test_the_ledger_counts_the_launches_a_graph_records_as_the_direct_launches()
         run_three_kernels(a, b, c, 2.0, t1, t2, out)
     with Ledger("direct fused") as direct_fused:
         run_fused(a, b, c, 2.0, out)
-    three = graphs.counted(launches.three_pipeline(a, b, c, np.float32(2.0), t1, t2, out), "three kernels")
-    fused = graphs.counted(launches.fused_pipeline(a, b, c, np.float32(2.0), out), "fused")
+    three = graphs.counted(three_pipeline(a, b, c, np.float32(2.0), t1, t2, out), "three kernels")
+    fused = graphs.counted(fused_pipeline(a, b, c, np.float32(2.0), out), "fused")
     assert (three.trips, three.bytes_per_element()) == (direct_three.trips, direct_three.bytes_per_element())
     assert (fused.trips, fused.bytes_per_element()) == (direct_fused.trips, direct_fused.bytes_per_element())
     assert len(three.launches) == 3 * len(fused.launches)
@@ -140,9 +153,9 @@ def test_the_ledger_counts_the_launches_a_graph_records_as_the_direct_launches()
 
 def test_the_measurement_checks_every_variant_and_its_record_reads_back():
     sizes = [100, 300] if helpers.is_simulator() else [2**10, 2**12]
-    record = launches.run(sizes, list(launches.FACTORIES)[:4], repeats=3, arguments=False, progress=False)
+    record = measure.run(sizes, list(measure.FACTORIES)[:4], repeats=3, arguments=False, progress=False)
     ok = {v.label for v in record.variants if v.status == "ok"}
-    assert {launches.DIRECT_THREE, launches.DIRECT_FUSED} <= ok
+    assert {lr.DIRECT_THREE, lr.DIRECT_FUSED} <= ok
     checked = {(c.variant, c.n) for c in record.checks if c.passed}
     assert all((label, n) in checked for label in ok for n in [*sizes, max(sizes) - 3])
     assert all(c.poisoned for c in record.checks)
@@ -151,54 +164,59 @@ def test_the_measurement_checks_every_variant_and_its_record_reads_back():
         graph_rows = [v for v in record.variants if v.graph]
         assert graph_rows and all(v.status == "absent" and "need a GPU" in v.reason for v in graph_rows)
     else:
-        assert {launches.GRAPH_THREE, launches.GRAPH_FUSED} <= ok and record.timed(launches.GRAPH_FUSED, sizes[0])
+        assert {lr.GRAPH_THREE, lr.GRAPH_FUSED} <= ok and record.timed(lr.GRAPH_FUSED, sizes[0])
     assert record.pipelines["three kernels"].bytes_per_element == 2 * record.pipelines["fused"].bytes_per_element
-    again = results.from_json(launches.LaunchesRun, results.to_json(record))
+    again = results.from_json(lr.LaunchesRun, results.to_json(record))
     assert again.checks == record.checks and again.pipelines == record.pipelines
 
 
-def _timed(label: str, n: int, ms: float, host_us: float = 5.0) -> launches.Timed:
-    return launches.Timed(label, n, [host_us] * 3, [ms] * 3, [ms] * 3, burst=10, hold_us=200.0)
+def _timed(label: str, n: int, ms: float, host_us: float = 5.0) -> lr.Timed:
+    return lr.Timed(label, n, [host_us] * 3, [ms] * 3, [ms] * 3, burst=10, hold_us=200.0)
 
 
-def _record(times: dict[str, list[float]], sizes: list[int]) -> launches.LaunchesRun:
-    record = launches.LaunchesRun(simulated=False, note="made up for a test of the claim logic",
-                                  settings=launches.Settings(sizes, 3, 50, 10, 1024))
-    record.variants = [launches.Variant(label, "fused", 1, False) for label in times]
+def _record(times: dict[str, list[float]], sizes: list[int]) -> lr.LaunchesRun:
+    record = lr.LaunchesRun(simulated=False, note="made up for a test of the claim logic",
+                                  settings=lr.Settings(sizes, 3, 50, 10, 1024))
+    record.variants = [lr.Variant(label, "fused", 1, False) for label in times]
     record.timings = [_timed(label, n, ms) for label, row in times.items() for n, ms in zip(sizes, row)]
     return record
 
 
 def test_the_claims_follow_the_data_both_ways():
     sizes = [2**10, 2**28]
-    good = _record({launches.GRAPH_FUSED: [0.005, 1.0], launches.DIRECT_THREE: [0.08, 2.7],
-                    launches.GRAPH_THREE: [0.01, 2.7], "cupy ElementwiseKernel": [0.011, 1.3]}, sizes)
-    lines = {c.claim: c for c in launches.claims(good)}
+    good = _record({lr.GRAPH_FUSED: [0.005, 1.0], lr.DIRECT_THREE: [0.08, 2.7],
+                    lr.GRAPH_THREE: [0.01, 2.7], "cupy ElementwiseKernel": [0.011, 1.3]}, sizes)
+    lines = {c.claim: c for c in measure.claims(good)}
     assert lines["fused + graph takes no more time than CuPy's one launch at 2^10"].holds is True
     assert lines["fused + graph is no slower than cupy ElementwiseKernel at every n from 2^10 to 2^28"].holds is True
     assert lines["a graph makes the three kernels >= 3x faster at 2^10"].holds is True
-    bad = _record({launches.GRAPH_FUSED: [0.02, 1.0], "cupy ElementwiseKernel": [0.011, 0.9]}, sizes)
-    claim = next(c for c in launches.claims(bad) if "no slower than cupy" in c.claim)
+    bad = _record({lr.GRAPH_FUSED: [0.02, 1.0], "cupy ElementwiseKernel": [0.011, 0.9]}, sizes)
+    claim = next(c for c in measure.claims(bad) if "no slower than cupy" in c.claim)
     assert claim.holds is False and "2^10, 2^28" in claim.note
     assert "no, " in claim.line()
 
 
-def test_sizes_parse_and_bad_sizes_are_named():
-    assert launches.parse_sizes("2^10..2^14:2,1000") == [1000, 1024, 4096, 16384]
-    for bad in ("2^x", "0", "2^14..2^10", "2^40"):
-        with pytest.raises(ValueError):
-            launches.parse_sizes(bad)
-    assert "compile-ro" in launches.build_parser().format_help()
+PACKAGE = "helpers.lessons.launches"
+
+
+def test_sizes_parse_and_bad_sizes_are_named(capsys):
+    parser = cli.parser_for(PACKAGE, "", measure.COMMANDS)
+    assert parser.parse_args(["--sizes", "2^10..2^14:2,1000"]).sizes == [1000, 1024, 4096, 16384]
+    for bad in ("2^x", "0", "2^14..2^10", "2^40"):  # the last: beyond the simulator, or the GPU's memory
+        with pytest.raises(SystemExit):
+            cli.parse(PACKAGE, measure.COMMANDS, ["--sizes", bad])
+        assert "error:" in capsys.readouterr().err
+    assert "compile-ro" in parser.format_help()
 
 
 def test_the_committed_result_reads_back_when_present():
-    path = results.path_of(launches.LaunchesRun)
+    path = results.path_of(lr.LaunchesRun)
     if not path.exists():
         pytest.skip(f"{path} not committed yet")
-    record = results.load(launches.LaunchesRun)
+    record = results.load(lr.LaunchesRun)
     assert not record.simulated and record.argument_costs  # a run cut short keeps what it measured
     assert all(c.passed for c in record.checks)
-    assert {launches.GRAPH_THREE, launches.GRAPH_FUSED} <= set(record.measured())
+    assert {lr.GRAPH_THREE, lr.GRAPH_FUSED} <= set(record.measured())
     assert all(record.bitwise.values()) and record.bitwise
 
 
@@ -210,8 +228,8 @@ def test_a_replay_is_bitwise_the_direct_launches_and_takes_new_inputs_by_copy():
     a, b, c, t1, t2, out = _arrays()
     direct = cuda.device_array(N, np.float32)
     s = np.float32(2.5)
-    launches.three_pipeline(a, b, c, s, t1, t2, direct)(0)
-    graph = graphs.capture(launches.three_pipeline(a, b, c, s, t1, t2, out))
+    three_pipeline(a, b, c, s, t1, t2, direct)(0)
+    graph = graphs.capture(three_pipeline(a, b, c, s, t1, t2, out))
     out.copy_to_device(np.full(N, np.nan, np.float32))
     cuda.synchronize()
     graph.run()
@@ -234,7 +252,7 @@ def test_a_launch_on_another_stream_is_refused_and_the_stream_stays_usable():
         graphs.capture(lambda stream: add_kernel[2, 256](a, b, t1), warm_up=False)
     with pytest.raises(graphs.NotCapturable, match="host NumPy array"):
         graphs.capture(lambda stream: add_kernel[2, 256, stream](a, np.ones(N, np.float32), t1), warm_up=False)
-    graph = graphs.capture(launches.fused_pipeline(a, b, c, np.float32(2.0), out), warm_up=False)
+    graph = graphs.capture(fused_pipeline(a, b, c, np.float32(2.0), out), warm_up=False)
     graph.run()
     check_close(out, reference(*(x.copy_to_host() for x in (a, b, c)), 2.0))
     # code that takes no stream (a library launcher) is recorded when asked to adopt the default stream
@@ -254,7 +272,7 @@ def test_a_launch_on_another_stream_is_refused_and_the_stream_stays_usable():
 @on_gpu
 def test_replays_are_timed_on_their_stream():
     a, b, c, t1, t2, out = _arrays(1024)
-    graph = graphs.capture(launches.three_pipeline(a, b, c, np.float32(2.0), t1, t2, out))
+    graph = graphs.capture(three_pipeline(a, b, c, np.float32(2.0), t1, t2, out))
     timing = graphs.time_calls(graph.replay, graph.stream, repeats=5, burst=20)
     assert timing is not None and timing.host_median_us > 0 and timing.gpu_median_ms > 0 and timing.loop_median_ms > 0
     assert len(timing.gpu_ms) == 5 and timing.hold_us >= graphs.MIN_HOLD_US
@@ -325,7 +343,7 @@ def test_without_the_check_numba_fails_inside_the_capture_on_a_host_array():
             add_kernel[2, 256, builder](np.ones(N, np.float32), b, t1)
     finally:
         builder.end_building()
-    graph = graphs.capture(launches.fused_pipeline(a, b, c, np.float32(2.0), out))  # the stream still works
+    graph = graphs.capture(fused_pipeline(a, b, c, np.float32(2.0), out))  # the stream still works
     graph.run()
     check_close(out, reference(*(x.copy_to_host() for x in (a, b, c)), 2.0))
 
@@ -334,9 +352,9 @@ def test_without_the_check_numba_fails_inside_the_capture_on_a_host_array():
 def test_a_one_dimensional_array_becomes_seven_kernel_parameters():
     """Notebook 09 says so when it explains where a launch's host time goes."""
     x = cuda.device_array(8, np.float32)
-    launches.args1[1, 8](x)
+    kernels.args1[1, 8](x)
     cuda.synchronize()
-    kernel = next(iter(launches.args1.overloads.values()))
+    kernel = next(iter(kernels.args1.overloads.values()))
     params: list = []
     kernel._prepare_args(kernel.argument_types[0], x, 0, [], params)
     assert len(params) == 7
@@ -344,19 +362,17 @@ def test_a_one_dimensional_array_becomes_seven_kernel_parameters():
 
 def test_a_second_run_merges_its_variants_into_the_first():
     sizes = [2**10, 2**28]
-    first = _record({launches.GRAPH_FUSED: [0.005, 1.0], "cupy ElementwiseKernel": [0.011, 0.9]}, sizes)
+    first = _record({lr.GRAPH_FUSED: [0.005, 1.0], "cupy ElementwiseKernel": [0.011, 0.9]}, sizes)
     second = _record({"torch.compile": [0.07, 0.95], "cupy ElementwiseKernel": [0.012, 1.3]}, sizes)
-    merged = launches.merge(first, second)
-    assert merged.measured() == [launches.GRAPH_FUSED, "torch.compile", "cupy ElementwiseKernel"]
+    merged = measure.merge(first, second)
+    assert merged.measured() == [lr.GRAPH_FUSED, "torch.compile", "cupy ElementwiseKernel"]
     assert merged.median("cupy ElementwiseKernel", 2**28) == 1.3  # measured again: the new rows replace the old
     assert any("torch.compile" in c.claim for c in merged.claims)
 
 
-def test_torch_dynamic_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(launches.TORCH_DYNAMIC_ENV, raising=False)
-    assert launches.torch_dynamic() is True
-    monkeypatch.setenv(launches.TORCH_DYNAMIC_ENV, "0")
-    assert launches.torch_dynamic() is False
-    monkeypatch.setenv(launches.TORCH_DYNAMIC_ENV, "no")
-    with pytest.raises(ValueError, match="must be 0 or 1"):
-        launches.torch_dynamic()
+def test_torch_compile_says_how_it_compiles() -> None:
+    assert "torch.compile(dynamic=True)" in measure.FACTORIES["torch.compile"][0].note
+    per_size = measure.variants(dynamic=False)[lr.RO][0].note
+    assert "torch.compile(dynamic=False, mode='reduce-overhead')" in per_size
+    assert cli.parse(PACKAGE, measure.COMMANDS, ["--compile-per-size"]).compile_per_size
+    assert not cli.parse(PACKAGE, measure.COMMANDS, []).compile_per_size

@@ -38,7 +38,7 @@ import helpers
 from helpers import results
 from helpers.checks import CheckFailed
 from helpers.classroom import grading
-from helpers.lessons.roofline import roofline
+from helpers.lessons.roofline import kernels
 from helpers.lessons.sweep.record import Sweep
 
 
@@ -52,7 +52,7 @@ def load(path):
 function = grading.EXERCISES[1].function
 solution, wrong = load(sys.argv[1]), load(sys.argv[2])
 out = {"backend": helpers.BACKEND, "helpers": helpers.__file__, "grading": grading.__file__,
-       "cuda_c": str(roofline.CUDA_C_SOURCE), "cuda_c_found": roofline.CUDA_C_SOURCE.is_file(),
+       "cuda_c": str(kernels.CUDA_C_SOURCE), "cuda_c_found": kernels.CUDA_C_SOURCE.is_file(),
        "sweep": str(results.path_of(Sweep)), "sweep_sizes": len(results.load(Sweep).settings.sizes),
        "sys_path": sys.path}
 grading.check(1, getattr(solution, function))

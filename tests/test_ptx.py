@@ -160,15 +160,15 @@ def test_two_accesses_to_one_array_that_move_differently_with_the_block_are_coun
 
 def test_a_call_to_linked_cuda_c_is_refused_with_the_functions_name():
     from helpers.checks import random_inputs
-    from helpers.lessons.roofline import roofline
+    from helpers.lessons.roofline import evidence, kernels
 
-    ptx = roofline.ptx_evidence("linked_cuda_c").ptx
+    ptx = evidence.ptx_evidence("linked_cuda_c").ptx
     a, b, c = (cuda.to_device(h) for h in random_inputs(203, seed=4))
     out = cuda.to_device(np.zeros(203, np.float32))
     args, names = (a, b, c, np.float32(1.7), out), ["a", "b", "c", "s", "out"]
     with pytest.raises(LinkedCall, match=r"linked_cuda_c_kernel: it calls `fused_vec4`, a function compiled from "
                                          r"CUDA C .* cannot see"):
-        static_traffic(roofline.linked_cuda_c_kernel, 13, 256, args, names, ptx=ptx)
+        static_traffic(kernels.linked_cuda_c_kernel, 13, 256, args, names, ptx=ptx)
     launch = LaunchArgs.of(args, names)
     with pytest.raises(LinkedCall, match="`fused_vec4`"):
         emulate_threads(ptx, launch, (13,), (256,), "linked_cuda_c_kernel")

@@ -15,7 +15,7 @@ import helpers
 from helpers import results
 from helpers.lessons.dram.ncu import NcuDram
 from helpers.lessons.fuser.versus_compile import FuserVsCompile
-from helpers.lessons.roofline.roofline import Roofline
+from helpers.lessons.roofline.record import Roofline
 from helpers.lessons.sweep.record import LaunchOverhead, Sweep
 from helpers.lessons.transfers.transfers import Transfers
 

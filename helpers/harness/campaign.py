@@ -88,7 +88,8 @@ class Pool:
         return answer
 
 
-def _on_device(got: Any) -> Any:
+def on_device(got: Any) -> Any:
+    """An output as a device array Numba can read: a host array is copied over, CuPy and PyTorch are viewed."""
     if isinstance(got, np.ndarray):
         return cuda.to_device(got)
     return got if hasattr(got, "copy_to_host") else cuda.as_cuda_array(got)  # CuPy, PyTorch: by their interface
@@ -106,7 +107,7 @@ def verify(case: Case, label: str, n: int) -> bool:
     got = case.output()
     if case.same_buffer is not None:
         case.poisoned = case.same_buffer()
-    check_on_device(_on_device(got), case.expected, name=f"{label} at n={n}", rtol=default_tolerance(DTYPE))
+    check_on_device(on_device(got), case.expected, name=f"{label} at n={n}", rtol=default_tolerance(DTYPE))
     return case.poisoned
 
 
@@ -127,9 +128,9 @@ def reason(error: Exception) -> str:
 
 
 def odd_size(sizes: Sequence[int]) -> int:
-    """A size below the largest that is not a multiple of the block: n_max - 3."""
+    """The largest size if it is not a multiple of 4 (nor so of the block), else n_max - 3."""
     n_max = max(sizes)
-    return n_max - 3 if n_max > 3 else n_max
+    return n_max - 3 if n_max > 3 and n_max % 4 == 0 else n_max
 
 
 def run_cases(builders: dict[str, Builder], sizes: Sequence[int], *, pool: Pool, report: Callable[[Checked], Any],

@@ -103,6 +103,11 @@ def _description(package: str) -> str:
     return (module.__doc__ or package).strip().split("\n")[0]
 
 
+def main_of(package: str, commands: Sequence[Command], argv: Sequence[str] | None = None) -> int:
+    """:func:`main` for ``python -m <package>``: its package's docstring is the description."""
+    return main(f"python -m {package}", _description(package), commands, argv)
+
+
 def run(package: str, commands: Sequence[Command]) -> None:
-    """What a lesson's ``__main__.py`` calls: its package's docstring is the description."""
-    sys.exit(main(f"python -m {package}", _description(package), commands))
+    """What a lesson's ``__main__.py`` calls: :func:`main_of`, then exit with its status."""
+    sys.exit(main_of(package, commands))

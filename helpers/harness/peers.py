@@ -29,6 +29,7 @@ from helpers.checks import random_inputs
 from helpers.ledger import Ledger
 from helpers.pipeline import launch_fused, launch_three
 from helpers.timing import library_copy
+from helpers.validate import kernel_function
 
 from .campaign import DTYPE, Builder, Case, Pool
 from .device_checks import poison_on_device
@@ -154,6 +155,11 @@ def numba_graph(pool: Pool, capture: Callable[..., Any], *, three: bool = False,
     return case
 
 
+def explicit_signature(kernel: Any, signature: str) -> Any:
+    """The same Python kernel compiled eagerly for one ``signature`` (no type dispatch at launch)."""
+    return cuda.jit(signature)(kernel_function(kernel))
+
+
 def count_pipelines(count: Callable[[Callable[[Any], None], str], Ledger] | None = None,
                     n: int = 1000) -> dict[str, Ledger]:
     """The ledger's count of the two Numba pipelines, ``"three kernels"`` and ``"fused"``, at n elements.
@@ -236,8 +242,10 @@ class _Outputs:
         return bool(self.last) and self.last[0].data_ptr() == self.poisoned_at
 
 
-def torch_compiled(pool: Pool, mode: str | None = None, *, static: bool = False, dynamic: bool | None = None) -> Builder:
-    """torch.compile of the expression (Inductor, Triton), ``s`` baked in as a constant (as a graph bakes it in).
+def torch_compiled(pool: Pool, mode: str | None = None, *, static: bool = False, dynamic: bool | None = None,
+                   expression: Callable[[Any, Any, Any], Any] | None = None) -> Builder:
+    """torch.compile (Inductor, Triton) of ``(a + b) * c / s``, ``s`` baked in as a constant (as a graph bakes
+    it in), or of ``expression(a, b, c)``.
 
     ``mode="reduce-overhead"`` makes torch replay CUDA graphs of its own, copying every input
     that is not marked ``static`` into the graph's buffers first.
@@ -245,6 +253,7 @@ def torch_compiled(pool: Pool, mode: str | None = None, *, static: bool = False,
     torch = require_gpu_module("torch")
     full = _tensors(torch, pool)[:3]
     s = float(pool.s)
+    expression = expression or (lambda a, b, c: (a + b) * c / s)
 
     def views(n: int) -> list[Any]:
         parts = [x[:n] for x in full]
@@ -257,7 +266,7 @@ def torch_compiled(pool: Pool, mode: str | None = None, *, static: bool = False,
     # torch records a graph of its own would break that recording.
     gc.collect()
     cuda.synchronize()
-    compiled = torch_compile(lambda a, b, c: (a + b) * c / s, mode, dynamic)
+    compiled = torch_compile(expression, mode, dynamic)
     step = torch.compiler.cudagraph_mark_step_begin if mode == "reduce-overhead" else (lambda: None)
     started = time.perf_counter()
     for _ in range(3):  # reduce-overhead records its graph on a later call than the first
@@ -301,6 +310,14 @@ def device_copy(pool: Pool) -> Builder:
         return Case(copy, lambda: out, lambda: poison_on_device(out), expected=a)
 
     return case
+
+
+def release_memory() -> None:
+    """Hand the GPU memory PyTorch and CuPy keep cached back to the device (where they were imported)."""
+    for name, release in (("torch", lambda m: m.cuda.empty_cache()),
+                          ("cupy", lambda m: m.get_default_memory_pool().free_all_blocks())):
+        if name in sys.modules:
+            release(sys.modules[name])
 
 
 # --- preparing them --------------------------------------------------------------------------------

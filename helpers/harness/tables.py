@@ -14,6 +14,12 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 
+def power_label(n: int) -> str:
+    """How a size is printed: ``2^20`` for a power of two, the plain number otherwise."""
+    n = int(n)
+    return f"2^{n.bit_length() - 1}" if n > 0 and n & (n - 1) == 0 else str(n)
+
+
 def cell(value: Any) -> str:
     """How one value is printed in a table."""
     if value is None:

@@ -8,4 +8,4 @@
 # Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/05_sweep.sh
 set -euo pipefail
 python3 -c "import helpers; helpers.start()"
-timeout 220 python3 -m helpers.lessons.sweep.bench --sizes '2^10..2^28' --repeats 25 --impl all
+timeout 220 python3 -m helpers.lessons.sweep --sizes '2^10..2^28' --repeats 25 --impl all

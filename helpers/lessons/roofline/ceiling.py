@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from helpers.device import DATASHEET_BANDWIDTH_GBS
-from helpers.lessons.roofline.roofline import Roofline
+from helpers.lessons.roofline.record import Roofline
 from helpers.lessons.sweep.record import Sweep
 from helpers.results import load
 

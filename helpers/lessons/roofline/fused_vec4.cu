@@ -1,7 +1,7 @@
 // One 16-byte step of out = (a + b) * c / s, written in CUDA C so that it can use
 // float4: every load and the store move four floats in one instruction.
 //
-// Linked into a Numba kernel by helpers/lab/roofline.py (numba-cuda's `declare_device`
+// Linked into a Numba kernel by helpers/lessons/roofline/kernels.py (numba-cuda's `declare_device`
 // with `link=`), which calls it once per group of four elements.  Numba's calling
 // convention: the first parameter receives the return value, the int returned is a
 // status (0: no exception).  The pointers must be 16-byte aligned: the Python

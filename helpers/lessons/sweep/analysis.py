@@ -1,7 +1,7 @@
 """Reading a size sweep: runtime series, bandwidth, speedups, and the three regimes.
 
 A sweep is the :class:`~helpers.lessons.sweep.record.Sweep` record that
-``python -m helpers.lessons.sweep.bench`` writes.  The functions here only *read* it, so the
+``python -m helpers.lessons.sweep`` writes.  The functions here only *read* it, so the
 notebook, the plots and the benchmark's own checks all draw the same conclusions
 from the same numbers.
 
@@ -22,7 +22,9 @@ from typing import Sequence
 
 import numpy as np
 
-from helpers.lessons.sweep.record import ImplementationInfo, Sweep
+from helpers.harness.tables import power_label
+
+from .record import ImplementationInfo, Sweep
 
 LAUNCH_BOUND = "launch-bound"
 L2_RESIDENT = "L2-resident"
@@ -128,12 +130,6 @@ def regime_spans(sizes: Sequence[int], labels: Sequence[str]) -> list[tuple[str,
         else:
             spans.append((label, int(size), int(size)))
     return spans
-
-
-def power_label(n: int) -> str:
-    """``2^20`` for powers of two, the plain number otherwise."""
-    n = int(n)
-    return f"2^{n.bit_length() - 1}" if n > 0 and n & (n - 1) == 0 else str(n)
 
 
 def describe_spans(spans: Sequence[tuple[str, int, int]]) -> str:

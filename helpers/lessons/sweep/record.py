@@ -1,7 +1,8 @@
 """The records the size sweep writes (``bench_sweep.json``, ``launch_overhead.json``).
 
-Written by :mod:`helpers.lessons.sweep.bench`, read back with ``helpers.results.load(Sweep)``;
-:mod:`helpers.lessons.sweep.analysis` and :mod:`helpers.lessons.sweep.plots` read them.
+Written by :mod:`helpers.lessons.sweep.measure` (and :mod:`~helpers.lessons.sweep.overhead`), read back
+with ``helpers.results.load(Sweep)``; :mod:`helpers.lessons.sweep.analysis` and
+:mod:`helpers.lessons.sweep.report` read them.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Plots of a size sweep (:mod:`helpers.lessons.sweep.bench`): runtime, bandwidth, speedup, launch overhead.
+"""What notebook 05 shows of a size sweep (:mod:`helpers.lessons.sweep.measure`): its tables and figures.
 
-Every function takes the sweep's sweep dictionary (as written to JSON) and returns a
-matplotlib ``Figure``.  A simulated sweep has no times: its figures say so in
-words and draw no curve.  Regime bands are computed from the data by
+The tables (:func:`summary_table`, :func:`overhead_table`) are text; every figure takes the
+sweep's record and returns a matplotlib ``Figure``: runtime, bandwidth, speedup, launch
+overhead.  A simulated sweep has no times: its figures say so in words and draw no curve.  Regime bands are computed from the data by
 :func:`helpers.lessons.sweep.analysis.regimes_of`, never drawn by hand.
 """
 
@@ -20,8 +20,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from helpers.device import datasheet_bandwidth_gbs
-from helpers.lessons.sweep import analysis as sa
-from helpers.lessons.sweep.record import LaunchOverhead, Sweep
+from helpers.harness.tables import table
+from helpers.timing import format_ms
+
+from . import analysis as sa
+from .record import LaunchOverhead, Sweep
 
 PNG_NAMES = {"runtime": "sweep_runtime.png", "bandwidth": "sweep_bandwidth.png", "headline": "headline.png",
              "overhead": "launch_overhead.png"}
@@ -54,7 +57,7 @@ def _no_timings(title: str, sweep: Sweep) -> Figure:
     fig, ax = plt.subplots(figsize=(7, 2.6))
     checked = sorted({v.n for v in sweep.verification if v.passed})
     ax.text(0.5, 0.5, f"simulated sweep: no timings\n(correctness checked at n = {', '.join(map(str, checked)) or '-'})\n"
-            "run `python -m helpers.lessons.sweep.bench` on a GPU to measure", ha="center", va="center")
+            "run `python -m helpers.lessons.sweep` on a GPU to measure", ha="center", va="center")
     ax.set_axis_off()
     ax.set_title(title)
     return fig
@@ -241,3 +244,23 @@ def save_all(sweep: Sweep, folder: Path, overhead: LaunchOverhead | None = None)
         plt.close(figure)
         paths.append(path)
     return paths
+
+
+# --- tables ------------------------------------------------------------------------------------
+
+
+def summary_table(sweep: Sweep, sizes: Sequence[int] = (2**20, 2**24, 2**28), mode: str = "loop") -> str:
+    """Median times at a few sizes for every implementation that ran."""
+    if not sa.has_timings(sweep):
+        return "no timings: " + sweep.note
+    labels = [label for label, info in sweep.implementations.items() if info.status == "ok"]
+    return table([[label] + [None if (t := sa.median_at(sweep, label, n, mode)) is None else format_ms(t) for n in sizes]
+                  for label in labels], ["implementation"] + [sa.power_label(n) for n in sizes])
+
+
+def overhead_table(overhead: LaunchOverhead) -> str:
+    """Host time per launch: issue cost in a burst, and one launch followed by a wait."""
+    if not overhead.launchers:
+        return overhead.note
+    return table([[label, f"{row.issue_us:.1f} µs", f"{row.launch_and_wait_us:.1f} µs"]
+                  for label, row in overhead.launchers.items()], ["launcher", "issue/launch", "launch+wait"])
