@@ -25,6 +25,7 @@ from helpers.backend import is_simulator
 from helpers.device import peak_fp32_flops
 from helpers.harness.campaign import whole
 from helpers.harness.cli import Command
+from helpers.harness.peers import release_memory
 from helpers.lessons.dram import ncu
 from helpers.lessons.softmax.measure import (Implementation, checked_output, gpu_torch, keeper, measure_sizes,
                                              plots_command, quick_option)
@@ -131,8 +132,7 @@ def bench_attention(lengths: Sequence[int], batch: int, heads: int, d: int = HEA
         return found + (torch_implementations(torch, qkv, batch, heads, error) if torch is not None else [])
 
     def done(length: int, measured: list[Measured]) -> None:
-        if torch is not None:
-            torch.cuda.empty_cache()
+        release_memory()
         row = AttentionRow(batch, heads, length, d, 4.0 * bh * length * length * d, 2 * 4 * bh * length * length,
                            measured)
         bench.rows.append(row)

@@ -19,6 +19,7 @@ from numba import cuda
 
 from helpers.backend import is_simulator
 from helpers.harness.cli import Command
+from helpers.harness.peers import release_memory
 from helpers.lessons.softmax.measure import Implementation, gpu_torch, keeper, measure_sizes, plots_command, quick_option
 from helpers.lessons.softmax.record import Measured
 
@@ -140,8 +141,7 @@ def bench_adamw(size: int, count: int, repeats: int = 20,
             return found + ([] if torch is None else torch_implementations(torch, params, opt))
 
         def done(n: int, measured: list[Measured]) -> None:
-            if torch is not None:
-                torch.cuda.empty_cache()
+            release_memory()
             sizes = sizes_of(n)
             row = AdamWRow(case, len(sizes), sum(sizes), 28 * sum(sizes), measured)
             bench.rows.append(row)

@@ -27,7 +27,7 @@ from numba import cuda
 from helpers import results
 from helpers.backend import is_simulator
 from helpers.device import registers_per_thread
-from helpers.harness.campaign import Builder, Case, odd_size, reason, run_cases
+from helpers.harness.campaign import Builder, Case, odd_size, on_device, reason, run_cases
 from helpers.harness.cli import Command
 from helpers.harness.device_checks import poison_on_device
 from helpers.harness.peers import Unavailable, describe_torch_compile, prepare, require_gpu_module, torch_compile
@@ -54,11 +54,6 @@ def flat(array: Any) -> Any:
     return array.reshape(array.size)
 
 
-def host(got: Any) -> np.ndarray:
-    """An output (a Numba device array, or a torch tensor by its CUDA array interface) copied to the host."""
-    return got.copy_to_host() if hasattr(got, "copy_to_host") else cuda.as_cuda_array(got).copy_to_host()
-
-
 class Rows:
     """One shape's matrices for :func:`run_cases`: size ``n`` is the first n rows."""
 
@@ -78,7 +73,7 @@ class Rows:
 
     def error(self, got: Any) -> float:
         """Largest relative error of the checked rows of ``got``, against float64; inf if any is unwritten."""
-        got = host(got)
+        got = on_device(got).copy_to_host()
         return math.inf if np.isnan(got).any() else float(np.max(np.abs(got - self.answer) / self.answer))
 
 
