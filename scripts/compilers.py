@@ -35,10 +35,10 @@ import numpy as np
 import helpers  # first: it chooses the backend and the compiler (HELPERS_COMPILER) before numba loads
 from numba import cuda
 
-from helpers.lessons.attention import attention
+from helpers.lessons.attention import kernels as attention
 from helpers import is_simulator, pipeline
-from helpers.lessons.optimizer import optim
-from helpers.lessons.softmax import softmax
+from helpers.lessons.optimizer import kernels as optim
+from helpers.lessons.softmax import kernels as softmax
 from helpers.backend import COMPILER, COMPILER_ENV, MLIR, NUMBA_CUDA
 from helpers.checks import poisoned, random_inputs
 from helpers.lessons.fuser.fuser import fuse

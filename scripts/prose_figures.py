@@ -1050,12 +1050,13 @@ def _nb11_in_flight() -> dict[str, tuple[float, float]]:
     """KiB of loads in flight per SM and the implied latency by notebook 10's definition (read rate, µs)."""
     # imported here, not at the top: this block is the only user of the lesson's own count
     from helpers import results
-    from helpers.lessons.softmax import reductions
+    from helpers.lessons.softmax import report
+    from helpers.lessons.softmax.record import SoftmaxBench
 
-    record = results.load(reductions.SoftmaxBench)
+    record = results.load(SoftmaxBench)
     sms = record.provenance.sm_count
     return {f.name: (f.bytes_in_flight / sms / 1024, f.bytes_in_flight / (f.achieved_gbs / 2 * 1e3))
-            for f in reductions.bytes_in_flight(record)}
+            for f in report.bytes_in_flight(record)}
 
 
 for _name, _kernel in (("64", "numba fused, 64 threads/row"), ("128", "numba fused, 128 threads/row"),

@@ -10,9 +10,10 @@ import pytest
 from numba import cuda
 
 from helpers.checks import poisoned
-from helpers.lessons.attention import attention as at
-from helpers.lessons.softmax import reductions
-from helpers.lessons.softmax import softmax as sm
+from helpers.lessons.attention import kernels as at
+from helpers.lessons.attention import record, report
+from helpers.lessons.softmax import softmax as counting
+from helpers.lessons.softmax.record import Measured
 
 
 def qkv(heads, length, d):
@@ -50,7 +51,7 @@ def test_unfused_matches_float64():
 
 
 def test_counts_scores_and_probabilities_round_trip():
-    unfused, fused = sm.count_in_simulator(at.count_ledgers, heads=1, length=20, d=8)
+    unfused, fused = counting.count_in_simulator(at.count_ledgers, heads=1, length=20, d=8)
     assert unfused.round_trips == ["s", "p"]
     assert unfused.bytes_by_array["s"] == unfused.bytes_by_array["p"] == 2 * 4 * 20 * 20  # written once, read once
     assert "s" not in fused.bytes_by_array and fused.trips == 2
@@ -79,9 +80,9 @@ FLOAT32_ONLY = r'''
 import re
 import helpers
 from numba import cuda, float32, boolean
-from helpers.lessons.attention import attention as at
-from helpers.lessons.optimizer import optim as op
-from helpers.lessons.softmax import softmax as sm
+from helpers.lessons.attention import kernels as at
+from helpers.lessons.optimizer import kernels as op
+from helpers.lessons.softmax import kernels as sm
 A, M, V, s = float32[:, :, ::1], float32[:, ::1], float32[::1], float32
 kernels = [(at.make_flash_attention_kernel(64, 64, 64, True), (A, A, A, A, s)), (at.scores_kernel, (A, A, M, s, boolean)),
            (at.weighted_sum_kernel, (M, A, A)), (sm.make_softmax_kernel(1000, 128), (M, M)),
@@ -108,13 +109,13 @@ def test_kernels_compile_to_float32_arithmetic_only():
 
 
 def test_attention_claims_from_the_numbers():
-    M = reductions.Measured
-    row = reductions.AttentionRow(batch=4, heads=16, length=4096, head_dim=64, flops=2.75e11, unfused_scratch_bytes=0,
-                                  measured=[M("numba fused q64/k64", 10.0), M("numba fused q128/k64", 8.0),
+    M = Measured
+    row = record.AttentionRow(batch=4, heads=16, length=4096, head_dim=64, flops=2.75e11, unfused_scratch_bytes=0,
+                              measured=[M("numba fused q64/k64", 10.0), M("numba fused q128/k64", 8.0),
                                             M("numba unfused (S, P in memory)", 80.0), M("torch naive fp32 (TF32 off)", 12.0)])
-    dram = reductions.AttentionDram(length=4096, heads=16, kernels=[], fused_dram_bytes=1.0, unfused_dram_bytes=25.0,
-                                    ratio=25.0)
-    claims = reductions.attention_claims(reductions.AttentionBench(peak_fp32_flops=6.7e13, rows=[row]), dram)
+    dram = record.AttentionDram(length=4096, heads=16, kernels=[], fused_dram_bytes=1.0, unfused_dram_bytes=25.0,
+                                ratio=25.0)
+    claims = report.attention_claims(record.AttentionBench(peak_fp32_flops=6.7e13, rows=[row]), dram)
     assert "unfused Numba pipeline at L = 4096: yes, 10.00x" in claims[0]
     assert "naive torch fp32 at L = 4096: yes, 1.50x" in claims[1]
     assert "51% of the FP32 peak" in claims[2]
@@ -123,7 +124,7 @@ def test_attention_claims_from_the_numbers():
 
 @pytest.mark.parametrize("length, d", [(20, 8), (37, 4)])
 def test_predicted_traffic_is_the_simulator_count(length, d):
-    unfused, fused = sm.count_in_simulator(at.count_ledgers, heads=1, length=length, d=d)
+    unfused, fused = counting.count_in_simulator(at.count_ledgers, heads=1, length=length, d=d)
     predicted = at.predicted_traffic(1, length, d, at.SIMULATOR_CONFIG)  # the shape count_ledgers runs
     assert unfused.bytes_by_array == predicted.unfused
     assert fused.bytes_by_array == predicted.fused

@@ -8,9 +8,9 @@ import nbformat
 import pytest
 
 from helpers import pipeline
-from helpers.lessons.attention import attention
-from helpers.lessons.optimizer import optim
-from helpers.lessons.softmax import softmax
+from helpers.lessons.attention import kernels as attention
+from helpers.lessons.optimizer import kernels as optim
+from helpers.lessons.softmax import kernels as softmax
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -37,7 +37,7 @@ def kernels_in(notebook: str) -> dict[str, str]:
          ["row_max_kernel", "subtract_exp_kernel", "row_sum_kernel", "divide_kernel", "make_softmax_kernel",
           "make_pipelined_softmax_kernel", "online_softmax_kernel"]),
         ("11_fusing_through_a_reduction.ipynb", attention,
-         ["scores_kernel", "weighted_sum_kernel", "make_flash_attention_kernel"]),
+         ["scores_kernel", "weighted_sum_kernel", "make_tile_stager", "make_flash_attention_kernel"]),
         ("12_a_fused_optimizer_step.ipynb", optim,
          ["scale_inplace_kernel", "lerp_inplace_kernel", "add_square_inplace_kernel", "sqrt_kernel",
           "divide_inplace_kernel", "add_scalar_inplace_kernel", "addcdiv_inplace_kernel", "adamw_kernel"]),

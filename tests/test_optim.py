@@ -5,8 +5,10 @@ import pytest
 from numba import cuda
 
 from helpers.ledger import Ledger
-from helpers.lessons.optimizer import optim as op
-from helpers.lessons.softmax import reductions
+from helpers.lessons.optimizer import kernels as op
+from helpers.lessons.optimizer import report
+from helpers.lessons.optimizer.record import AdamWBench, AdamWRow
+from helpers.lessons.softmax.record import Measured
 
 
 def state(n):
@@ -91,20 +93,20 @@ def test_mixed_sizes_span_orders_of_magnitude():
 
 def test_adamw_claims_from_the_numbers():
     def record(ours, theirs):
-        return reductions.AdamWBench(rows=[reductions.AdamWRow("one tensor", 1, 2**26, 28 * 2**26, [
-            reductions.Measured("numba fused (one launch per tensor)", ours),
-            reductions.Measured("torch AdamW fused=True", theirs)])])
+        return AdamWBench(rows=[AdamWRow("one tensor", 1, 2**26, 28 * 2**26, [
+            Measured("numba fused (one launch per tensor)", ours),
+            Measured("torch AdamW fused=True", theirs)])])
 
-    assert reductions.adamw_claims(record(0.52, 0.5))[0].endswith("yes, 1.04x its time")
-    assert reductions.adamw_claims(record(0.6, 0.5))[0].endswith("no, 1.20x its time")
+    assert report.adamw_claims(record(0.52, 0.5))[0].endswith("yes, 1.04x its time")
+    assert report.adamw_claims(record(0.6, 0.5))[0].endswith("no, 1.20x its time")
 
 
 def test_launch_story_from_the_numbers():
-    record = reductions.AdamWBench(rows=[reductions.AdamWRow("list", 201, 201 * 1000, 28 * 201 * 1000, [
-        reductions.Measured("numba fused (one launch per tensor)", 2.5),
-        reductions.Measured("numba fused, one launch over a flat buffer", 0.5),
-        reductions.Measured("numba unfused (8 launches per tensor)", 20.0)])])
-    lines = reductions.adamw_launches(record)
+    record = AdamWBench(rows=[AdamWRow("list", 201, 201 * 1000, 28 * 201 * 1000, [
+        Measured("numba fused (one launch per tensor)", 2.5),
+        Measured("numba fused, one launch over a flat buffer", 0.5),
+        Measured("numba unfused (8 launches per tensor)", 20.0)])])
+    lines = report.adamw_launches(record)
     assert "each extra launch costs about 10.0 µs" in lines[0]
     assert "1608 launches (unfused): 20.000 ms, 40x" in lines[1]
 

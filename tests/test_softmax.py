@@ -9,8 +9,13 @@ from numba import cuda
 import helpers
 from helpers import results
 from helpers.checks import poisoned
-from helpers.lessons.softmax import reductions
-from helpers.lessons.softmax import softmax as sm
+from helpers.device import resident_blocks_per_sm
+from helpers.lessons.attention import record as attention_record
+from helpers.lessons.attention import report as attention_report
+from helpers.lessons.optimizer import report as optimizer_report
+from helpers.lessons.softmax import kernels as sm
+from helpers.lessons.softmax import measure, record, report
+from helpers.lessons.softmax import softmax as counting
 
 
 def random_matrix(rows, cols):
@@ -62,7 +67,7 @@ def test_large_values_do_not_overflow(version):
 
 
 def test_counts():
-    unfused, fused, online = sm.count_in_simulator(sm.count_ledgers, rows=4, cols=37)
+    unfused, fused, online = counting.count_in_simulator(sm.count_ledgers, rows=4, cols=37)
     assert (unfused.launches, unfused.trips) == (4, 8)
     n = 4 * 37
     # x read twice, e written once and read twice, out written once; plus the per-row max and sum
@@ -74,10 +79,11 @@ def test_counts():
 
 
 def test_error_detects_unwritten_rows():
-    x = random_matrix(4, 37)
-    got = sm.reference(x).astype(np.float32)
-    got[3, 5] = np.nan
-    assert reductions.softmax_error(got, x, np.arange(4)) == np.inf
+    rows = measure.Rows(4, 37)
+    rows.load_expected(4)
+    got = rows.answer.astype(np.float32)
+    got[3 * 37 + 5] = np.nan
+    assert rows.error(cuda.to_device(got)) == np.inf
 
 
 def test_bad_input_is_refused():
@@ -94,61 +100,97 @@ def test_bad_input_is_refused():
 
 
 def test_bench_records_and_tables_in_the_simulator():
-    bench = reductions.bench_softmax([(4, 37)], repeats=1)
+    bench = measure.bench_softmax([(4, 37)], repeats=1)
     assert all(m.max_rel_err < 1e-5 for m in bench.rows[0].measured)
-    assert "numba fused" in reductions.softmax_table(bench)
+    assert "numba fused" in report.softmax_table(bench)
+
+
+def test_a_wrong_softmax_is_kept_in_the_record_untimed_saying_why(monkeypatch):
+    four = measure.numba_softmaxes
+
+    def five(cols, variants):
+        return {**four(cols, variants), "numba writes nothing": (lambda x, out, *_: None, None, 32)}
+
+    monkeypatch.setattr(measure, "numba_softmaxes", five)
+    row = measure.measure_shape(8, 37, repeats=1, variants=False)
+    wrong = row.measured[-1]
+    assert [m.name for m in row.measured][:-1] == list(four(37, False)) and wrong.name == "numba writes nothing"
+    assert wrong.median_ms is None and wrong.note.startswith("not timed: ") and "never written" in wrong.note
+    assert all(m.max_rel_err < 1e-5 for m in row.measured[:-1])
+
+
+def test_the_shared_loop_checks_at_an_odd_size_first_and_never_times_a_failure():
+    def refuse():
+        raise RuntimeError("no kernel for these shapes\nmore detail")
+
+    built = []
+
+    def build(n):
+        built.append(n)
+        return [measure.Implementation("right", lambda: None, lambda: 0.0, 1e-5),
+                measure.Implementation("wrong at an odd size", lambda: None, lambda: 1.0 if n % 2 else 0.0, 1e-5),
+                measure.Implementation("refuses", lambda: None, refuse, 1e-5),
+                measure.Implementation("the reference", lambda: None, lambda: None, 1e-5)]
+
+    rows = {}
+    measure.measure_sizes(build, [64, 32], 1, lambda n, measured: rows.__setitem__(n, measured))
+    assert built == [61, 64, 32]  # 61: the odd size, checked before anything is timed
+    for measured in rows.values():
+        right, wrong, refused, reference = measured
+        assert right.max_rel_err == 0.0 and not right.note and reference.max_rel_err is None
+        assert wrong.median_ms is None and wrong.note == "WRONG, not timed: error 1.0e+00"
+        assert refused.median_ms is None and refused.note == "not run: RuntimeError: no kernel for these shapes"
 
 
 def fake_softmax_record(fused_ms, torch_ms, unfused_ms):
-    measured = [reductions.Measured("numba unfused (4 kernels)", unfused_ms, registers=30, threads_per_block=256),
-                reductions.Measured("numba fused, 256 threads/row", fused_ms, registers=32, threads_per_block=256),
-                reductions.Measured("torch.softmax", torch_ms)]
+    measured = [record.Measured("numba unfused (4 kernels)", unfused_ms, registers=30, threads_per_block=256),
+                record.Measured("numba fused, 256 threads/row", fused_ms, registers=32, threads_per_block=256),
+                record.Measured("torch.softmax", torch_ms)]
     where = dataclasses.replace(results.Provenance.here(), sm_count=132)
-    return reductions.SoftmaxBench(copy_ceiling_gbs=4000.0, provenance=where,
-                                   rows=[reductions.SoftmaxRow(16384, 4096, 8 * 16384 * 4096, measured)])
+    return record.SoftmaxBench(copy_ceiling_gbs=4000.0, provenance=where,
+                               rows=[record.SoftmaxRow(16384, 4096, 8 * 16384 * 4096, measured)])
 
 
 def test_claims_say_yes_and_no_from_the_numbers():
-    yes = reductions.softmax_claims(fake_softmax_record(0.2, 0.22, 0.9))
+    yes = report.softmax_claims(fake_softmax_record(0.2, 0.22, 0.9))
     assert yes[0].startswith("fused Numba softmax at least as fast as torch.softmax at 16384 x 4096: yes")
     assert ": yes, 4.50x" in yes[1]
-    no = reductions.softmax_claims(fake_softmax_record(0.3, 0.22, 0.6))
+    no = report.softmax_claims(fake_softmax_record(0.3, 0.22, 0.6))
     assert ": no, 0.73x" in no[0] and ": no, 2.00x" in no[1]
 
 
 def test_bytes_in_flight():
-    assert reductions.resident_blocks(256, 32) == 8  # thread limit: 2048 / 256
-    assert reductions.resident_blocks(256, 128) == 2  # register limit: 65536 / (128 * 256)
-    (fused,) = reductions.bytes_in_flight(fake_softmax_record(0.2, 0.22, 0.9))
+    assert resident_blocks_per_sm(32, 256) == 8  # thread limit: 2048 / 256
+    assert resident_blocks_per_sm(128, 256) == 2  # register limit: 65536 / (128 * 256)
+    (fused,) = report.bytes_in_flight(fake_softmax_record(0.2, 0.22, 0.9))
     assert fused.loads_per_thread == 16 and fused.bytes_in_flight == 132 * 8 * 256 * 16 * 4
     assert fused.implied_latency_us == pytest.approx(fused.bytes_in_flight / (fused.achieved_gbs * 1e3))
     unknown = dataclasses.replace(fake_softmax_record(0.2, 0.22, 0.9), provenance=None)
     with pytest.raises(results.ResultError, match="SM count"):
-        reductions.bytes_in_flight(unknown)
+        report.bytes_in_flight(unknown)
 
 
 def test_records_round_trip_through_json(tmp_path):
-    bench = reductions.bench_softmax([(3, 33)], repeats=1)
+    bench = measure.bench_softmax([(3, 33)], repeats=1)
     bench.rows[0].measured[0].median_ms = 0.5  # as if timed
     path = results.save(bench, folder=tmp_path)
-    back = results.load(reductions.SoftmaxBench, folder=tmp_path)
+    back = results.load(record.SoftmaxBench, folder=tmp_path)
     assert path.name == "reductions_softmax.json"
     assert back.rows[0].measured[0].median_ms == 0.5 and back.rows[0].cols == 33
-    ncu = reductions.AttentionDram(length=8, heads=1, kernels=[reductions.KernelDram("flash_attention_kernel", 1.0, 2.0)],
-                                   fused_dram_bytes=3.0, unfused_dram_bytes=30.0, ratio=10.0)
+    ncu = attention_record.AttentionDram(length=8, heads=1,
+                                         kernels=[attention_record.KernelDram("flash_attention_kernel", 1.0, 2.0)],
+                                         fused_dram_bytes=3.0, unfused_dram_bytes=30.0, ratio=10.0)
     results.save(ncu, folder=tmp_path)
-    assert results.load(reductions.AttentionDram, folder=tmp_path).kernels[0].dram_write == 2.0
+    assert results.load(attention_record.AttentionDram, folder=tmp_path).kernels[0].dram_write == 2.0
 
 
 def test_the_committed_reduction_records_are_drawn_one_point_per_measurement(tmp_path):
-    from helpers.lessons.softmax import reductions
-
-    paths = reductions.save_plots(tmp_path)
+    paths = [lesson.save_plot(tmp_path) for lesson in (report, attention_report, optimizer_report)]
     assert [p.name for p in paths] == ["reductions_softmax.png", "reductions_attention.png", "reductions_adamw.png"]
-    record = reductions.committed("attention")
-    figure = reductions.plot_part("attention", record)
-    assert isinstance(record, reductions.AttentionBench)
-    assert [len(ax.collections[0].get_offsets()) for ax in figure.axes] == [len(r.measured) for r in record.rows]
+    committed = attention_report.committed()
+    figure = report.draw(committed, attention_report.title)
+    assert isinstance(committed, attention_record.AttentionBench)
+    assert [len(ax.collections[0].get_offsets()) for ax in figure.axes] == [len(r.measured) for r in committed.rows]
 
 
 def _refused(kind, words, call):

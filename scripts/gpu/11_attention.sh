@@ -9,6 +9,6 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 out=()
 [ -n "${OUT:-}" ] && out=(--out "$OUT")
-part() { local limit=$1; shift; echo "== $*"; timeout "$limit" python3 -m helpers.lessons.softmax.reductions "$@" "${out[@]}"; echo "rc=$? ($*)"; }
+part() { local limit=$1; shift; echo "== $*"; timeout "$limit" python3 -m helpers.lessons.attention "$@" "${out[@]}"; echo "rc=$? ($*)"; }
 part 43 attention
 if command -v ncu >/dev/null; then part 12 ncu-attention --length 4096 --heads 16 --limit 10; else echo "no ncu: DRAM bytes not profiled"; fi

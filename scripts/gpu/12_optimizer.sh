@@ -7,5 +7,5 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 out=()
 [ -n "${OUT:-}" ] && out=(--out "$OUT")
-part() { local limit=$1; shift; echo "== $*"; timeout "$limit" python3 -m helpers.lessons.softmax.reductions "$@" "${out[@]}"; echo "rc=$? ($*)"; }
+part() { local limit=$1; shift; echo "== $*"; timeout "$limit" python3 -m helpers.lessons.optimizer "$@" "${out[@]}"; echo "rc=$? ($*)"; }
 part 30 adamw

@@ -4,11 +4,12 @@ Arrays are ``(heads, L, d)``: batch and heads flattened into one axis, each head
 independent.
 
 * **Unfused**: :data:`scores_kernel` writes the L x L scores ``S``, the softmax of
-  :mod:`helpers.lessons.softmax.softmax` writes ``P`` (another L x L array), :data:`weighted_sum_kernel`
+  :mod:`helpers.lessons.softmax.kernels` writes ``P`` (another L x L array), :data:`weighted_sum_kernel`
   computes ``P V``.  Two L x L arrays per head go to memory and come back.
 * **Fused** (:func:`make_flash_attention_kernel`): one thread per query row keeps its
   row of Q and its output row in registers; tiles of K and V are staged in shared
-  memory; an online softmax runs over the keys, so no L x L array ever exists.
+  memory (:func:`make_tile_stager`); an online softmax runs over the keys, so no L x L
+  array ever exists.
 
 Notebook 11 shows these kernels in its cells; ``tests/test_notebook_kernels.py``
 keeps them identical to this module.  Plain FP32 arithmetic throughout: no tensor cores.
@@ -26,7 +27,7 @@ from numba import cuda, float32
 from helpers.backend import is_simulator
 from helpers.checks import poisoned
 from helpers.ledger import Ledger
-from helpers.lessons.softmax.softmax import default_threads, online_softmax_kernel, rows_kernel
+from helpers.lessons.softmax.kernels import default_threads, online_softmax_kernel, rows_kernel
 from helpers.validate import check_no_aliasing, require_array, require_flag, require_whole
 
 TILE = 16  # the unfused kernels' square tiles
@@ -145,9 +146,32 @@ def run_unfused(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, causal: bool =
 # --- fused: FlashAttention-style ---------------------------------------------------
 
 
+def make_tile_stager(head_dim, block_q, block_k, batch):
+    """A device function that stages tiles of ``block_k`` rows of K and V in shared memory, coalesced."""
+    D, BQ, BK, BATCH = head_dim, block_q, block_k, batch  # compile-time constants
+
+    @cuda.jit(device=True, inline="always")
+    def stage_tiles(k, v, k_tile, v_tile, bh, start, t):
+        length = k.shape[1]
+        k_part = cuda.local.array(BATCH, float32)
+        v_part = cuda.local.array(BATCH, float32)
+        for e0 in range(0, BK * D, BQ * BATCH):  # the block stages K and V tiles, coalesced,
+            for u in range(BATCH):  # BATCH loads of each issued before any is needed
+                r, c = (e0 + u * BQ + t) // D, (e0 + u * BQ + t) % D
+                k_part[u] = k[bh, start + r, c] if start + r < length else float32(0)
+                v_part[u] = v[bh, start + r, c] if start + r < length else float32(0)
+            for u in range(BATCH):
+                r, c = (e0 + u * BQ + t) // D, (e0 + u * BQ + t) % D
+                k_tile[r, c] = k_part[u]
+                v_tile[r, c] = v_part[u]
+
+    return stage_tiles
+
+
 def make_flash_attention_kernel(head_dim, block_q, block_k, causal, batch=4, keys_per_step=2):
     """Fused attention for heads of ``head_dim``: ``block_q`` query rows per block, key tiles of ``block_k``."""
-    D, BQ, BK, BATCH, STEP = head_dim, block_q, block_k, batch, keys_per_step  # compile-time constants
+    D, BQ, BK, STEP = head_dim, block_q, block_k, keys_per_step  # compile-time constants
+    stage_tiles = make_tile_stager(head_dim, block_q, block_k, batch)
 
     @cuda.jit
     def flash_attention_kernel(q, k, v, out, scale):
@@ -159,8 +183,6 @@ def make_flash_attention_kernel(head_dim, block_q, block_k, causal, batch=4, key
         v_tile = cuda.shared.array((BK, D), float32, alignment=SHARED_ALIGN)
         q_row = cuda.local.array(D, float32)  # registers
         acc = cuda.local.array(D, float32)  # the output row, unnormalised
-        k_part = cuda.local.array(BATCH, float32)
-        v_part = cuda.local.array(BATCH, float32)
         scores = cuda.local.array(STEP, float32)
         for c in range(D):
             q_row[c] = q[bh, i, c] * scale if i < length else float32(0)
@@ -169,15 +191,7 @@ def make_flash_attention_kernel(head_dim, block_q, block_k, causal, batch=4, key
         total = float32(0)  # running sum of exp(score - m)
         keys = min(length, (cuda.blockIdx.x + 1) * BQ) if causal else length
         for start in range(0, keys, BK):
-            for e0 in range(0, BK * D, BQ * BATCH):  # the block stages K and V tiles, coalesced,
-                for u in range(BATCH):  # BATCH loads of each issued before any is needed
-                    r, c = (e0 + u * BQ + t) // D, (e0 + u * BQ + t) % D
-                    k_part[u] = k[bh, start + r, c] if start + r < length else float32(0)
-                    v_part[u] = v[bh, start + r, c] if start + r < length else float32(0)
-                for u in range(BATCH):
-                    r, c = (e0 + u * BQ + t) // D, (e0 + u * BQ + t) % D
-                    k_tile[r, c] = k_part[u]
-                    v_tile[r, c] = v_part[u]
+            stage_tiles(k, v, k_tile, v_tile, bh, start, t)
             cuda.syncthreads()
             for j0 in range(0, min(BK, keys - start), STEP):
                 m_step = m
@@ -298,7 +312,7 @@ def footprint(heads: int, length: int, d: int) -> Footprint:
 
 
 @dataclass
-class Traffic:
+class PredictedTraffic:
     """Bytes each pipeline moves per array, as the ledger counts them (distinct elements per thread)."""
 
     unfused: dict[str, int]
@@ -313,7 +327,7 @@ class Traffic:
         return sum(self.fused.values())
 
 
-def predicted_traffic(heads: int, length: int, d: int, config: FlashConfig | None = None) -> Traffic:
+def predicted_traffic(heads: int, length: int, d: int, config: FlashConfig | None = None) -> PredictedTraffic:
     """The ledger's count for both pipelines (not causal), from the kernels' loops, at any size.
 
     Unfused: ``scores_kernel`` loads each element of Q once per column of 16 x 16 tiles and
@@ -330,4 +344,4 @@ def predicted_traffic(heads: int, length: int, d: int, config: FlashConfig | Non
     unfused = {"q": f * tiles * vec, "k": f * tiles * vec, "s": f * 2 * square,
                "p": f * (1 + col_tiles) * square, "v": f * tiles * vec, "out": f * vec}
     fused = {"q": f * vec, "k": f * row_blocks * vec, "v": f * row_blocks * vec, "out": f * vec}
-    return Traffic(unfused, fused)
+    return PredictedTraffic(unfused, fused)

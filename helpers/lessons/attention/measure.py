@@ -1,0 +1,211 @@
+"""Lesson 11's attention, measured: ``python -m helpers.lessons.attention attention|ncu-attention|plots``.
+
+``attention`` checks every implementation first, at an odd length and then at each length
+(fresh random inputs, a poisoned output, against float64 NumPy on two heads, relative to
+the largest output), and only then times it with CUDA events, against torch's naive
+attention and its SDPA kernels (:func:`helpers.lessons.softmax.measure.measure_sizes`); the
+record goes to ``reductions_attention.json`` after every length.  ``ncu-attention``
+profiles both Numba pipelines' DRAM bytes with Nsight Compute, running
+``attention-workload`` under it (``reductions_attention_ncu.json``).  In the simulator only
+the checks run, at tiny sizes, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import subprocess
+import sys
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from numba import cuda
+
+from helpers.backend import is_simulator
+from helpers.device import peak_fp32_flops
+from helpers.harness.campaign import whole
+from helpers.harness.cli import Command
+from helpers.harness.peers import release_memory
+from helpers.lessons.dram import ncu
+from helpers.lessons.softmax.measure import (Implementation, checked_output, gpu_torch, keeper, measure_sizes,
+                                             plots_command, quick_option)
+from helpers.lessons.softmax.record import Measured
+
+from . import kernels as attention
+from .record import AttentionBench, AttentionDram, AttentionRow, KernelDram
+from .report import attention_table, dram_table, save_plot
+
+ATTENTION_LENGTHS = [4096, 1024]
+ATTENTION_HEADS = (4, 16)  # batch, heads
+HEAD_DIM = 64
+TOLERANCE = 1e-4  # of the largest output, against float64
+BF16_TOLERANCE = 2e-2  # torch's bf16 flash kernel: another precision
+
+_REFERENCES: dict[tuple[Any, ...], np.ndarray] = {}
+
+
+def attention_error(got: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: Sequence[int],
+                    causal: bool) -> float:
+    """Largest error over the sampled heads, relative to the largest output magnitude (float64 reference)."""
+    if np.isnan(got).any():
+        return math.inf
+    idx = list(heads)
+    key = (id(q), q.shape, tuple(idx), causal)
+    if key not in _REFERENCES:
+        if len(_REFERENCES) > 4:
+            _REFERENCES.clear()
+        _REFERENCES[key] = attention.reference(q[idx], k[idx], v[idx], causal)
+    ref = _REFERENCES[key]
+    return float(np.max(np.abs(got[idx] - ref)) / np.max(np.abs(ref)))
+
+
+def flash_configs() -> list[attention.FlashConfig]:
+    if is_simulator():
+        return [attention.default_config()]
+    return [attention.FlashConfig(64, 64, 1, 1), attention.FlashConfig(64, 64, 4, 1), attention.FlashConfig(64, 64, 4, 2),
+            attention.FlashConfig(64, 64, 1, 2), attention.FlashConfig(128, 64, 4, 2)]
+
+
+def numba_implementations(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray, bool], float],
+                          unfused: bool) -> list[Implementation]:
+    """The fused kernel at each block shape, causal, and the unfused pipeline (S and P in memory)."""
+    bh, length, d = qkv[0].shape
+    dq, dk, dv = (cuda.to_device(a) for a in qkv)
+    out = cuda.device_array((bh, length, d), np.float32)
+    runs: list[tuple[str, Callable[[], object], bool, Any, int | None]] = [
+        (f"numba fused q{cfg.block_q}/k{cfg.block_k}/b{cfg.batch}/s{cfg.keys_per_step}",
+         lambda cfg=cfg: attention.run_fused(dq, dk, dv, out, False, cfg), False,
+         attention.flash_kernel(d, cfg, False), cfg.block_q) for cfg in flash_configs()]
+    runs.append(("numba fused causal", lambda: attention.run_fused(dq, dk, dv, out, True), True, None, None))
+    if unfused:
+        s, p = attention.unfused_buffers(bh, length)
+        runs.append(("numba unfused (S, P in memory)", lambda: attention.run_unfused(dq, dk, dv, s, p, out), False,
+                     None, None))
+    return [Implementation(name, run, checked_output(run, out, lambda got, causal=causal: error(got, causal)),
+                           TOLERANCE, kernel=kernel, threads=threads) for name, run, causal, kernel, threads in runs]
+
+
+def torch_implementations(torch: Any, qkv: Sequence[np.ndarray], batch: int, heads: int,
+                          error: Callable[[np.ndarray, bool], float]) -> list[Implementation]:
+    """torch's naive fp32 attention (TF32 off), SDPA's memory-efficient fp32 kernel and its flash bf16 kernel."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel  # torch is optional: imported only when it is here
+    from torch.nn.functional import scaled_dot_product_attention as sdpa  # likewise
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    bh, length, d = qkv[0].shape
+    tq, tk, tv = (torch.as_tensor(a, device="cuda").reshape(batch, heads, length, d) for a in qkv)
+    bq, bk, bv = (t.to(torch.bfloat16) for t in (tq, tk, tv))
+    scale = 1 / math.sqrt(d)
+
+    def naive() -> Any:
+        return torch.softmax((tq @ tk.transpose(-1, -2)) * scale, dim=-1) @ tv
+
+    def efficient() -> Any:
+        with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+            return sdpa(tq, tk, tv)
+
+    def flash_bf16() -> Any:
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            return sdpa(bq, bk, bv)
+
+    runs = [("torch naive fp32 (TF32 off)", naive, TOLERANCE, ""), ("torch SDPA efficient fp32", efficient, TOLERANCE, ""),
+            ("torch SDPA flash bf16", flash_bf16, BF16_TOLERANCE, "bf16: another precision, tensor cores")]
+    return [Implementation(name, fn, lambda fn=fn: error(fn().float().reshape(bh, length, d).cpu().numpy(), False),
+                           tol, note) for name, fn, tol, note in runs]
+
+
+def bench_attention(lengths: Sequence[int], batch: int, heads: int, d: int = HEAD_DIM, repeats: int = 5,
+                    unfused: bool = True, keep: Callable[[AttentionBench], object] | None = None) -> AttentionBench:
+    """Every attention at every length, checked (first at an odd length) then timed; ``keep(record)`` after each."""
+    torch = gpu_torch()
+    bench = AttentionBench(peak_fp32_flops=None if is_simulator() else peak_fp32_flops())
+    rng = np.random.default_rng()
+    bh = batch * heads
+
+    def implementations(length: int) -> list[Implementation]:
+        qkv = [rng.standard_normal((bh, length, d), dtype=np.float32) for _ in range(3)]
+
+        def error(got: np.ndarray, causal: bool) -> float:
+            return attention_error(got, *qkv, sorted({0, bh - 1}), causal)
+
+        found = numba_implementations(qkv, error, unfused)
+        return found + (torch_implementations(torch, qkv, batch, heads, error) if torch is not None else [])
+
+    def done(length: int, measured: list[Measured]) -> None:
+        release_memory()
+        row = AttentionRow(batch, heads, length, d, 4.0 * bh * length * length * d, 2 * 4 * bh * length * length,
+                           measured)
+        bench.rows.append(row)
+        if keep is not None:
+            keep(bench)
+        print(f"attention B={batch} H={heads} L={length} d={d}: {row.flops / 1e9:.0f} GFLOP, "
+              f"unfused scratch {row.unfused_scratch_bytes / 1e9:.2f} GB")
+        print(attention_table(AttentionBench(peak_fp32_flops=None, rows=[row])))
+
+    measure_sizes(implementations, lengths, repeats, done)
+    return bench
+
+
+def attention_workload(length: int, heads: int, d: int = HEAD_DIM) -> None:
+    """Both attention pipelines once each (for ncu to profile)."""
+    rng = np.random.default_rng(0)
+    dq, dk, dv = (cuda.to_device(rng.standard_normal((heads, length, d), dtype=np.float32)) for _ in range(3))
+    out = cuda.device_array((heads, length, d), np.float32)
+    s, p = attention.unfused_buffers(heads, length)
+    attention.run_unfused(dq, dk, dv, s, p, out)
+    attention.run_fused(dq, dk, dv, out)
+    cuda.synchronize()
+
+
+def ncu_attention(length: int, heads: int, limit_s: float = 600) -> AttentionDram:
+    """DRAM bytes per kernel of both pipelines, from Nsight Compute (L2 flushed before each kernel)."""
+    program = [sys.executable, "-m", "helpers.lessons.attention", "attention-workload", "--length", str(length),
+               "--heads", str(heads)]
+    cmd = ncu.ncu_command(program, "all", kernel_regex="regex:.*(scores|weighted_sum|softmax|flash).*")
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit_s)
+    if done.returncode != 0:
+        raise ncu.NcuError(" | ".join((done.stdout + done.stderr).strip().splitlines()[-5:]))
+    kernels = ncu.parse_ncu_csv(done.stdout)
+    per = [KernelDram(k.kernel, k.dram_bytes_read, k.dram_bytes_write) for k in kernels]
+    fused = sum(r.dram_read + r.dram_write for r in per if "flash" in r.kernel)
+    unfused_bytes = sum(r.dram_read + r.dram_write for r in per if "flash" not in r.kernel)
+    return AttentionDram(length=length, heads=heads, kernels=per, fused_dram_bytes=fused,
+                         unfused_dram_bytes=unfused_bytes, ratio=unfused_bytes / fused if fused else None)
+
+
+def run_attention(args: argparse.Namespace) -> AttentionBench | None:
+    keep = keeper(args)
+    lengths, (b, h), d = ([40], (1, 2), 8) if is_simulator() else (ATTENTION_LENGTHS, ATTENTION_HEADS, HEAD_DIM)
+    bench = bench_attention(lengths, b, h, d, repeats=3 if args.quick else 5, keep=keep)
+    return None if keep is None else bench
+
+
+def shape_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--length", type=whole(1, "--length"), default=4096, help="L, the sequence length")
+    parser.add_argument("--heads", type=whole(1, "--heads"), default=16, help="heads (batch and heads in one)")
+
+
+def ncu_options(parser: argparse.ArgumentParser) -> None:
+    shape_options(parser)
+    parser.add_argument("--limit", type=float, default=600, help="seconds ncu may run")
+
+
+def run_ncu(args: argparse.Namespace) -> AttentionDram:
+    record = ncu_attention(args.length, args.heads, args.limit)
+    print(dram_table(record))
+    return record
+
+
+def run_workload(args: argparse.Namespace) -> int:
+    attention_workload(args.length, args.heads)
+    return 0
+
+
+COMMANDS = [
+    Command("attention", "check, then time, both attention pipelines against torch (reductions_attention.json)",
+            run_attention, quick_option),
+    Command("ncu-attention", "DRAM bytes of both pipelines from Nsight Compute (reductions_attention_ncu.json)",
+            run_ncu, ncu_options),
+    Command("attention-workload", "run both pipelines once, for ncu to profile", run_workload, shape_options),
+    plots_command("attention", save_plot),
+]

@@ -1,0 +1,53 @@
+"""The records of lesson 11's attention: ``reductions_attention.json`` and ``reductions_attention_ncu.json``.
+
+Written by :mod:`helpers.lessons.attention.measure`, read back with ``helpers.results.load(AttentionBench)``
+(and ``AttentionDram``); :mod:`helpers.lessons.attention.report` reads them for notebook 11.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from helpers import results
+from helpers.lessons.softmax.record import Measured
+
+
+@dataclass
+class AttentionRow:
+    batch: int
+    heads: int
+    length: int
+    head_dim: int
+    flops: float  # 4 L^2 d per head: two matrix products
+    unfused_scratch_bytes: int  # S and P
+    measured: list[Measured] = field(default_factory=list)
+
+
+@dataclass
+class AttentionBench(results.Record):
+    SCHEMA: ClassVar[str] = "reductions_attention"
+    VERSION: ClassVar[int] = 1
+    peak_fp32_flops: float | None
+    rows: list[AttentionRow] = field(default_factory=list)
+
+
+@dataclass
+class KernelDram:
+    """One profiled launch: DRAM bytes read and written, from Nsight Compute."""
+
+    kernel: str
+    dram_read: float
+    dram_write: float
+
+
+@dataclass
+class AttentionDram(results.Record):
+    SCHEMA: ClassVar[str] = "reductions_attention_ncu"
+    VERSION: ClassVar[int] = 1
+    length: int
+    heads: int
+    kernels: list[KernelDram]
+    fused_dram_bytes: float
+    unfused_dram_bytes: float
+    ratio: float | None

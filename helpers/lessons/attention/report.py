@@ -1,0 +1,67 @@
+"""What notebook 11 shows of the attention measurements: the table, the claims, the figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers.harness.tables import table
+from helpers.lessons.softmax.report import best, committed_record, measurement_table, median, save_figure
+
+from .record import AttentionBench, AttentionDram, AttentionRow
+
+
+def committed() -> AttentionBench | None:
+    """The committed H200 attention record (notebook 11), or None."""
+    return committed_record(AttentionBench)
+
+
+def committed_ncu() -> AttentionDram | None:
+    """The committed H200 Nsight Compute record of both pipelines' DRAM bytes, or None."""
+    return committed_record(AttentionDram)
+
+
+def attention_table(record: AttentionBench) -> str:
+    """Time and TFLOP/s (4 L^2 d per head) per implementation and length."""
+    return measurement_table(record.rows, ("L", "r", lambda row: row.length),
+                             ("TFLOP/s", lambda row, ms: f"{row.flops / ms / 1e9:.1f}"), "error", digits=3)
+
+
+def attention_claims(record: AttentionBench, ncu_record: AttentionDram | None = None) -> list[str]:
+    """The claims about the fused attention kernel, each answered from the records."""
+    claims = []
+    for row in record.rows:
+        fused, unfused = best(row, "numba fused q"), best(row, "numba unfused")
+        naive_ms = median(row, "torch naive fp32 (TF32 off)")
+        L = row.length
+        if fused and unfused:
+            r = unfused.median_ms / fused.median_ms
+            claims.append(f"fused faster than the unfused Numba pipeline at L = {L}: {'yes' if r > 1 else 'no'}, {r:.2f}x")
+        if fused and naive_ms:
+            r = naive_ms / fused.median_ms
+            claims.append(f"fused faster than naive torch fp32 at L = {L}: {'yes' if r > 1 else 'no'}, {r:.2f}x")
+        if fused and record.peak_fp32_flops:
+            frac = row.flops / (fused.median_ms * 1e-3) / record.peak_fp32_flops
+            claims.append(f"fused at L = {L} runs at {frac:.0%} of the FP32 peak ({fused.name})")
+    if ncu_record and ncu_record.ratio:
+        r = ncu_record.ratio
+        claims.append(f"fused moves >= 10x fewer DRAM bytes than unfused at L = {ncu_record.length}, "
+                      f"{ncu_record.heads} heads (ncu): "
+                      f"{'yes' if r >= 10 else 'no'}, {r:.0f}x")
+    return claims
+
+
+def dram_table(record: AttentionDram) -> str:
+    """DRAM megabytes read and written per profiled kernel, and the two pipelines' ratio."""
+    rows = [[k.kernel, f"{k.dram_read / 1e6:.1f}", f"{k.dram_write / 1e6:.1f}"] for k in record.kernels]
+    ratio = f"unfused / fused DRAM bytes: {record.ratio:.1f}x" if record.ratio else "no fused launch profiled"
+    return table(rows, ["kernel", "DRAM read MB", "DRAM written MB"]) + "\n" + ratio
+
+
+def title(row: AttentionRow) -> str:
+    """The title of one length's panel."""
+    return f"attention B={row.batch} H={row.heads} L={row.length} d={row.head_dim}"
+
+
+def save_plot(folder: Path | None = None) -> Path | None:
+    """Draw the committed attention record as ``reductions_attention.png`` (no GPU needed)."""
+    return save_figure(committed(), title, folder)

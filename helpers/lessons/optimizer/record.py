@@ -1,0 +1,29 @@
+"""The record of lesson 12: ``reductions_adamw.json``.
+
+Written by :mod:`helpers.lessons.optimizer.measure`, read back with ``helpers.results.load(AdamWBench)``;
+:mod:`helpers.lessons.optimizer.report` reads it for notebook 12.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from helpers import results
+from helpers.lessons.softmax.record import Measured
+
+
+@dataclass
+class AdamWRow:
+    case: str  # "one tensor" or "list"
+    tensors: int
+    elements: int
+    bytes_fused: int  # 28 B per element
+    measured: list[Measured] = field(default_factory=list)
+
+
+@dataclass
+class AdamWBench(results.Record):
+    SCHEMA: ClassVar[str] = "reductions_adamw"
+    VERSION: ClassVar[int] = 1
+    rows: list[AdamWRow] = field(default_factory=list)

@@ -1,0 +1,43 @@
+"""The records lessons 11 and 12 write: ``reductions_softmax.json`` here; :class:`Measured`, shared.
+
+Written by :mod:`helpers.lessons.softmax.measure`, read back with ``helpers.results.load(SoftmaxBench)``
+(:mod:`helpers.lessons.softmax.report` reads them for notebook 11).  Attention's and AdamW's records
+(:mod:`helpers.lessons.attention.record`, :mod:`helpers.lessons.optimizer.record`) hold the same
+:class:`Measured` rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from helpers import results
+
+
+@dataclass
+class Measured:
+    """One implementation at one size: its median GPU time and its check against the reference."""
+
+    name: str
+    median_ms: float | None
+    spread_ms: float | None = None
+    max_rel_err: float | None = None
+    note: str = ""
+    registers: int | None = None  # per thread, for a Numba kernel (None for torch or the simulator)
+    threads_per_block: int | None = None
+
+
+@dataclass
+class SoftmaxRow:
+    rows: int
+    cols: int
+    bytes_moved: int  # x read once and out written once
+    measured: list[Measured] = field(default_factory=list)
+
+
+@dataclass
+class SoftmaxBench(results.Record):
+    SCHEMA: ClassVar[str] = "reductions_softmax"
+    VERSION: ClassVar[int] = 1
+    copy_ceiling_gbs: float | None
+    rows: list[SoftmaxRow] = field(default_factory=list)

@@ -1,0 +1,186 @@
+"""What notebook 11 shows of the softmax measurements: the table, the claims, bytes in flight, the figure.
+
+Lesson 11's attention and lesson 12 read their records the same way: :func:`committed_record`,
+:func:`best`, :func:`median`, :func:`measurement_table` and :func:`draw` serve all three.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from helpers import results
+from helpers.device import resident_blocks_per_sm
+from helpers.harness.tables import table
+
+from .record import Measured, SoftmaxBench, SoftmaxRow
+
+R = TypeVar("R", bound=results.Record)
+
+
+def committed_record(cls: type[R]) -> R | None:
+    """The committed H200 record of ``cls``, or None (saying why) if there is none."""
+    part = cls.SCHEMA.removeprefix("reductions_")
+    try:
+        record = results.load(cls)
+    except results.ResultError as error:
+        print(f"no committed H200 result for {part}: {error}")
+        return None
+    where = record.provenance.describe() if record.provenance else "(no provenance recorded)"
+    print(f"committed result ({part}): {where}")
+    return record
+
+
+def committed() -> SoftmaxBench | None:
+    """The committed H200 softmax record (notebook 11), or None."""
+    return committed_record(SoftmaxBench)
+
+
+def median(row: Any, name: str) -> float | None:
+    """The median time of the implementation called ``name`` in ``row``, or None if absent or untimed."""
+    m = next((m for m in row.measured if m.name == name), None)
+    return None if m is None else m.median_ms
+
+
+def best(row: Any, prefix: str) -> Measured | None:
+    """The fastest checked measurement whose name starts with ``prefix``."""
+    timed = [m for m in row.measured if m.name.startswith(prefix) and m.median_ms is not None]
+    return min(timed, key=lambda m: m.median_ms) if timed else None
+
+
+def measurement_table(rows: list[Any], label: tuple[str, str, Callable[[Any], Any]],
+                      rate: tuple[str, Callable[[Any, float], str]], error: str, digits: int) -> str:
+    """One line per measurement: the row's ``label`` (its column, ``l`` or ``r``, and how to write it), the name,
+    the time, the ``rate`` (its column and ``rate(row, ms)``), the ``error`` column and the note."""
+    cells = []
+    for row in rows:
+        for m in row.measured:
+            timed = m.median_ms is not None
+            cells.append([label[2](row), m.name, f"{m.median_ms:.{digits}f} ms" if timed else None,
+                          rate[1](row, m.median_ms) if timed else None,
+                          None if m.max_rel_err is None else f"{m.max_rel_err:.1e}", m.note])
+    return table(cells, [label[0], "implementation", "time", rate[0], error, "note"], align=label[1] + "lrrrl")
+
+
+def softmax_table(record: SoftmaxBench) -> str:
+    """Time and GB/s (x read once plus out written once) per implementation and shape."""
+    text = measurement_table(record.rows, ("M x N", "r", lambda row: f"{row.rows} x {row.cols}"),
+                             ("GB/s", lambda row, ms: f"{row.bytes_moved / ms / 1e6:.0f}"), "max rel err", digits=4)
+    if record.copy_ceiling_gbs:
+        text += f"\ndevice-to-device copy, same run: {record.copy_ceiling_gbs:.0f} GB/s"
+    return text
+
+
+def softmax_claims(record: SoftmaxBench) -> list[str]:
+    """The performance claims about the fused softmax, each answered from the record."""
+    claims = []
+    for row in record.rows:
+        fused, unfused = best(row, "numba fused"), best(row, "numba unfused")
+        torch_ms = median(row, "torch.softmax")
+        shape = f"{row.rows} x {row.cols}"
+        if fused and torch_ms:
+            ratio = torch_ms / fused.median_ms
+            claims.append(f"fused Numba softmax at least as fast as torch.softmax at {shape}: "
+                          f"{'yes' if ratio >= 1 else 'no'}, {ratio:.2f}x its throughput")
+        if fused and unfused:
+            ratio = unfused.median_ms / fused.median_ms
+            claims.append(f"fused is >= 3x faster than the four Numba kernels at {shape}: "
+                          f"{'yes' if ratio >= 3 else 'no'}, {ratio:.2f}x")
+        if fused and record.copy_ceiling_gbs:
+            frac = row.bytes_moved / fused.median_ms / 1e6 / record.copy_ceiling_gbs
+            claims.append(f"fused softmax at {shape} reaches {frac:.0%} of the device copy's bandwidth "
+                          f"({fused.name})")
+    return claims
+
+
+@dataclass
+class InFlight:
+    """How many bytes of loads one Numba softmax configuration can have outstanding."""
+
+    name: str
+    threads_per_block: int
+    registers: int
+    blocks_per_sm: int  # resident blocks, limited by registers, threads and block slots
+    loads_per_thread: int  # independent loads a thread can have outstanding at once
+    bytes_in_flight: int  # over the whole GPU
+    achieved_gbs: float
+
+    @property
+    def implied_latency_us(self) -> float:
+        """Little's law backwards: the latency at which these bytes in flight give the achieved rate."""
+        return self.bytes_in_flight / (self.achieved_gbs * 1e3)
+
+
+def bytes_in_flight(record: SoftmaxBench, rows: int = 16384, cols: int = 4096) -> list[InFlight]:
+    """Bytes in flight for each timed fused and online Numba softmax at one shape.
+
+    A row-in-registers thread issues all its ``ceil(cols / threads)`` loads before it
+    uses any; an online thread uses each value before its next load, so count one.  The
+    blocks an SM holds are :func:`helpers.device.resident_blocks_per_sm`'s (this GPU's
+    limits; the H200's in the simulator).
+    """
+    if record.provenance is None or record.provenance.sm_count is None:
+        raise results.ResultError("bytes_in_flight needs the SM count of the GPU that was measured (its provenance)")
+    sms = record.provenance.sm_count
+    out = []
+    for row in record.rows:
+        if (row.rows, row.cols) != (rows, cols):
+            continue
+        for m in row.measured:
+            if m.median_ms is None or not m.registers or not m.name.startswith(("numba fused", "numba online")):
+                continue
+            t = m.threads_per_block
+            loads = -(-cols // t) if m.name.startswith("numba fused") else 1
+            blocks = resident_blocks_per_sm(m.registers, t)
+            out.append(InFlight(m.name, t, m.registers, blocks, loads, sms * blocks * t * loads * 4,
+                                row.bytes_moved / m.median_ms / 1e6))
+    return out
+
+
+def draw(record: Any, title: Callable[[Any], str]) -> Figure:
+    """One panel per measured shape: GPU time of every implementation (log scale), Numba in blue, torch in orange."""
+    rows = record.rows
+    fig, axes = plt.subplots(len(rows), 1, figsize=(8, 0.32 * sum(len(r.measured) for r in rows) + 1.2 * len(rows)),
+                             squeeze=False)
+    for ax, row in zip(axes[:, 0], rows):
+        timed = [m for m in row.measured if m.median_ms]
+        names = [m.name for m in timed]
+        colors = ["tab:blue" if n.startswith("numba") else "tab:orange" for n in names]
+        y = list(range(len(names)))[::-1]  # points, not bars: a bar's length means nothing on a log axis
+        _ = ax.scatter([m.median_ms for m in timed], y, c=colors, zorder=3)
+        ax.set_yticks(y, names)
+        ax.grid(axis="x", which="both", alpha=0.3)
+        ax.set_xscale("log")
+        ax.set_xlabel("median GPU time (ms), log scale")
+        ax.set_title(title(row), fontsize=9)
+        ax.tick_params(axis="y", labelsize=7)
+    where = record.provenance
+    fig.suptitle(f"{where.device if where else ''}, {where.date[:10] if where else ''}", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def save_figure(record: results.Record | None, title: Callable[[Any], str], folder: Path | None = None) -> Path | None:
+    """Draw ``record`` as ``<SCHEMA>.png`` in ``folder`` (the committed results' by default); None without a record."""
+    if record is None:
+        return None
+    path = (folder or results.RESULTS_DIR / results.COMMITTED) / f"{record.SCHEMA}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure = draw(record, title)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def title(row: SoftmaxRow) -> str:
+    """The title of one shape's panel."""
+    return f"softmax {row.rows} x {row.cols}"
+
+
+def save_plot(folder: Path | None = None) -> Path | None:
+    """Draw the committed softmax record as ``reductions_softmax.png`` (no GPU needed)."""
+    return save_figure(committed(), title, folder)
