@@ -18,18 +18,14 @@ stand-ins that exchange values through shared memory: same results, same argumen
 
 from __future__ import annotations
 
-import dataclasses
-import importlib
 import math
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from numba import cuda, float32
 
 from helpers.backend import is_simulator
 from helpers.checks import poisoned
-from helpers.counting.other_backend import SIMULATOR, OtherBackendError, run_under
 from helpers.device import LaunchTooLarge, check_launch_fits
 from helpers.ledger import Ledger
 from helpers.validate import check_no_aliasing, require_array, require_whole
@@ -412,62 +408,6 @@ def run_online(x: Any, out: Any, threads: int | None = None) -> None:
 
 
 # --- counting -------------------------------------------------------------------------
-
-
-@dataclass
-class Counted:
-    """A ledger's totals and table, as plain values (they cross a process boundary)."""
-
-    name: str
-    launches: int
-    trips: int
-    bytes_per_element: float
-    bytes_moved: int
-    elements: int
-    table: str
-    summary: str
-    round_trips: list[str]
-    bytes_by_array: dict[str, int]  # read + written, over all launches
-
-    def show(self) -> None:
-        print(self.table)
-        print(self.summary)
-
-
-def counted(ledger: Ledger) -> Counted:
-    """The plain-value record of one ledger."""
-    by_array: dict[str, int] = {}
-    for launch in ledger.launches:
-        for a in launch.counted_arrays():
-            by_array[a.name] = by_array.get(a.name, 0) + a.bytes_read + a.bytes_written
-    return Counted(ledger.name, len(ledger.launches), ledger.trips, ledger.bytes_per_element(), ledger.bytes_moved, ledger.elements,
-                   ledger.table(), ledger.summary(), ledger.round_trips(), by_array)
-
-
-def count_in_simulator(function: Callable[..., list[Ledger]], **kwargs: Any) -> list[Counted]:
-    """Call ``function(**kwargs)`` (it fills ledgers) with the simulator counting every access.
-
-    These kernels loop along a row inside a block, which the compiled-code counter
-    cannot count; the simulator counts every element each thread touches.  On a GPU
-    the function runs in a simulator subprocess, so both backends print one count.
-    """
-    if is_simulator():
-        return [counted(ledger) for ledger in function(**kwargs)]
-    request = {"function": f"{function.__module__}:{function.__name__}", "kwargs": kwargs}
-    try:
-        rows = run_under(SIMULATOR, "helpers.lessons.softmax.softmax:count_request", request)
-    except OtherBackendError as exc:
-        raise RuntimeError(f"counting {function.__name__} in the simulator failed: {exc}") from exc
-    return [Counted(**row) for row in rows]
-
-
-def count_request(request: dict[str, Any]) -> list[dict[str, Any]]:
-    """The simulator's side of :func:`count_in_simulator`: call the named helpers function, return its counts."""
-    module, _, name = request["function"].partition(":")
-    if not module.startswith("helpers."):
-        raise ValueError(f"count_in_simulator counts functions of helpers modules, got {request['function']!r}")
-    function = getattr(importlib.import_module(module), name)
-    return [dataclasses.asdict(counted(ledger)) for ledger in function(**request["kwargs"])]
 
 
 def count_ledgers(rows: int = 8, cols: int = 37) -> list[Ledger]:
