@@ -19,6 +19,7 @@ of that kernel, not launches.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -169,16 +170,29 @@ def _patch_simulator() -> None:
     _restore.append(lambda: (setattr(fake, "__call__", original_call), setattr(fake, "__getitem__", original_item)))
 
 
+_in_numba = threading.local()  # inside Numba's own call for a launch (which may hand it to a specialised dispatcher)
+
+
+def _numba_launches(original: Callable[..., Any], dispatcher: Any, args: Any, launch_config: Any) -> Any:
+    _in_numba.depth = getattr(_in_numba, "depth", 0) + 1
+    try:
+        return original(dispatcher, args, launch_config)
+    finally:
+        _in_numba.depth -= 1
+
+
 def _patch_gpu() -> None:
     from numba.cuda.dispatcher import CUDADispatcher  # the real dispatcher exists only on a GPU
 
     original = CUDADispatcher.call
 
     def launched(dispatcher: Any, args: Any, launch_config: Any) -> Any:
+        if getattr(_in_numba, "depth", 0):  # the same launch, passed on inside Numba: seen once already
+            return original(dispatcher, args, launch_config)
         call = KernelCall(dispatcher, dispatcher.py_func.__name__, tuple(args),
                           *launch_dims(launch_config.griddim, launch_config.blockdim), launch_config.stream,
                           launch_config, _frame=sys._getframe(1))
-        return _dispatch(call, lambda c: original(dispatcher, c.args, c.config))
+        return _dispatch(call, lambda c: _numba_launches(original, dispatcher, tuple(c.args), c.config))
 
     CUDADispatcher.call = launched
     _restore.append(lambda: setattr(CUDADispatcher, "call", original))

@@ -114,7 +114,7 @@ class Launch:
     counted_by: str  # "simulator" (executed accesses) or "ptx" (compiled code)
     host_copies: list[HostCopy] = field(default_factory=list)
     uncounted: str | None = None  # why the compiled code could not be counted, if it could not
-    refusal: CannotAttribute | None = field(default=None, repr=False)  # the engine's refusal itself (its kind)
+    refusal: CannotAttribute | None = field(default=None, repr=False, compare=False)  # the engine's refusal (its kind)
 
     def counted_arrays(self) -> list[ArrayTraffic]:
         """The per-array traffic; raises :class:`CannotAttribute` for a launch that could not be counted."""
