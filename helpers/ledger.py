@@ -165,15 +165,14 @@ class Launch:
 
     def to_json(self) -> dict[str, Any]:
         """The launch as JSON data; a refusal travels as its kind and its words."""
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "refusal"}
-        data["arrays"] = [dataclasses.asdict(a) for a in self.arrays]
-        data["host_copies"] = [dataclasses.asdict(c) for c in self.host_copies]
+        data = dataclasses.asdict(dataclasses.replace(self, refusal=None))
         data["refusal"] = None if self.refusal is None else type(self.refusal).__name__
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Launch":
-        refusal = None if data["refusal"] is None else _refusal_kinds().get(data["refusal"], CannotAttribute)(data["uncounted"])
+        kind = data["refusal"]
+        refusal = None if kind is None else _refusal_kinds().get(kind, CannotAttribute)(data["uncounted"])
         return cls(data["kernel"], data["threads"], [ArrayTraffic(**a) for a in data["arrays"]], data["counted_by"],
                    [HostCopy(**c) for c in data["host_copies"]], data["uncounted"], refusal)
 
