@@ -7,7 +7,9 @@ Write the launches in plain Numba syntax inside a ``with Ledger() as ledger:`` b
         ...
     three.show()
 
-Nothing is typed in: the counts come from the kernels themselves.
+Nothing is typed in: the counts come from the kernels themselves.  The ledgers see the
+launches through :mod:`helpers.launch_hook`, which names each argument as the calling code
+names it (``a``, ``t1``) and describes it once for every engine.
 
 Both backends count the same thing, the *distinct* elements each thread reads from
 and writes to each array (:mod:`helpers.counting` defines it and tests that the two
@@ -34,34 +36,43 @@ trips over the much slower host link.  ``Ledger(name, allow_host_arrays=True)``
 lets such launches run and records those copies as *host trips*, separately from
 the device-memory trips: every host array (or ``cuda.InOut`` hint) is copied in
 and out, a ``cuda.In`` hint only in, a ``cuda.Out`` hint only out.
+
+**A ledger travels.**  ``ledger.to_json()`` and ``Ledger.from_json(data)`` carry one across
+a process boundary, and ``Ledger.counted_in_simulator(function, **kwargs)`` has the
+simulator count every launch of the ledgers a function fills, on a GPU too (in a
+subprocess).  ``ledger.totals()`` gives the totals a results record keeps.
 """
 
 from __future__ import annotations
 
 import copy
-import sys
-from contextlib import contextmanager
+import dataclasses
+import importlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from .backend import is_simulator
 from .counting import (
+    ArgInfo,
+    ArrayTraffic,
     CannotAttribute,
+    HostCopy,
     LaunchArgs,
     Traffic,
     copies_for_a_count,
-    is_array,
-    launch_dims,
     naming_arguments,
     recording_arguments,
     simulated_traffic,
     static_traffic,
     traffic_from_touches,
 )
-from .validate import is_c_contiguous
+from .counting.other_backend import SIMULATOR, OtherBackendError, run_under
+from .launch_hook import KernelCall, Proceed, on_launch
 
 ENGINES = ("auto", "static", "dynamic")
 _engine: list[str] = ["auto"]
@@ -94,26 +105,6 @@ def current_engine() -> str:
 
 
 @dataclass
-class ArrayTraffic:
-    """Bytes one launch moved between one array and device memory."""
-
-    name: str
-    itemsize: int
-    size: int
-    bytes_read: int = 0
-    bytes_written: int = 0
-
-
-@dataclass
-class HostCopy:
-    """Bytes Numba copied between one host array and the device around one launch."""
-
-    name: str
-    to_device: int = 0  # bytes copied host -> device before the launch
-    to_host: int = 0  # bytes copied device -> host after it
-
-
-@dataclass
 class Launch:
     """One kernel launch as the ledger saw it."""
 
@@ -123,7 +114,7 @@ class Launch:
     counted_by: str  # "simulator" (executed accesses) or "ptx" (compiled code)
     host_copies: list[HostCopy] = field(default_factory=list)
     uncounted: str | None = None  # why the compiled code could not be counted, if it could not
-    refusal: CannotAttribute | None = field(default=None, repr=False)  # the engine's refusal itself (its kind)
+    refusal: CannotAttribute | None = field(default=None, repr=False, compare=False)  # the engine's refusal (its kind)
 
     def counted_arrays(self) -> list[ArrayTraffic]:
         """The per-array traffic; raises :class:`CannotAttribute` for a launch that could not be counted."""
@@ -171,6 +162,41 @@ class Launch:
     def host_trips(self) -> int:
         """Copies in before the launch make one host trip, copies out after it another."""
         return int(self.bytes_to_device > 0) + int(self.bytes_to_host > 0)
+
+    def to_json(self) -> dict[str, Any]:
+        """The launch as JSON data; a refusal travels as its kind and its words."""
+        data = dataclasses.asdict(dataclasses.replace(self, refusal=None))
+        data["refusal"] = None if self.refusal is None else type(self.refusal).__name__
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Launch":
+        kind = data["refusal"]
+        refusal = None if kind is None else _refusal_kinds().get(kind, CannotAttribute)(data["uncounted"])
+        return cls(data["kernel"], data["threads"], [ArrayTraffic(**a) for a in data["arrays"]], data["counted_by"],
+                   [HostCopy(**c) for c in data["host_copies"]], data["uncounted"], refusal)
+
+
+def _refusal_kinds() -> dict[str, type[CannotAttribute]]:
+    """Every kind of :class:`CannotAttribute` by name (those the counters define where they raise them too)."""
+    kinds, todo = {}, [CannotAttribute]
+    while todo:
+        kind = todo.pop()
+        kinds[kind.__name__] = kind
+        todo += kind.__subclasses__()
+    return kinds
+
+
+@dataclass
+class Totals:
+    """A ledger's totals as plain values: what a results record keeps of a pipeline's count."""
+
+    launches: int
+    trips: int
+    bytes_per_element: float
+    working_set_per_element: float  # bytes of the distinct arrays the launches touched, per element
+    round_trips: list[str]
+    counted_by: str
 
 
 def _number(x: float) -> str:
@@ -308,6 +334,47 @@ class Ledger:
         methods = sorted({launch.counted_by for launch in self.launches})
         return " and ".join(methods)
 
+    def bytes_by_array(self) -> dict[str, int]:
+        """Bytes read and written per array, over all launches, in the order the arrays first appear."""
+        by_array: dict[str, int] = {}
+        for launch in self.launches:
+            for a in launch.counted_arrays():
+                by_array[a.name] = by_array.get(a.name, 0) + a.bytes_read + a.bytes_written
+        return by_array
+
+    def working_set_per_element(self) -> float:
+        """Bytes of the distinct arrays the launches touched (each counted once), per element."""
+        sizes = {a.name: a.itemsize * a.size for launch in self.launches for a in launch.counted_arrays()}
+        return sum(sizes.values()) / self.elements
+
+    def totals(self) -> Totals:
+        """The totals a results record keeps: launches, trips, bytes and working set per element, round trips."""
+        return Totals(len(self.launches), self.trips, self.bytes_per_element(), self.working_set_per_element(),
+                      self.round_trips(), self.counted_by())
+
+    # --- travelling: a ledger as JSON, and counted in the simulator on either backend ----
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "allow_host_arrays": self.allow_host_arrays,
+                "launches": [launch.to_json() for launch in self.launches]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Ledger":
+        return cls(data["name"], [Launch.from_json(launch) for launch in data["launches"]], data["allow_host_arrays"])
+
+    @staticmethod
+    def counted_in_simulator(function: Callable[..., Sequence["Ledger"]], **kwargs: Any) -> list["Ledger"]:
+        """The ledgers ``function(**kwargs)`` fills, every launch counted in the simulator, on either backend.
+
+        For kernels the compiled-code counter cannot follow (a loop along a row inside a block,
+        say): the simulator counts every element each thread touches.  In the simulator the
+        function runs here; on a GPU it runs in a simulator subprocess (so it must be a function of
+        a helpers module, its arguments JSON values) and its ledgers come back as JSON.
+        """
+        if not is_simulator():
+            return _counted_in_subprocess(function, kwargs)
+        with counting_engine("dynamic"):
+            return list(function(**kwargs))
+
     def round_trips(self) -> list[str]:
         """Arrays written by one launch and read back by a later one: intermediates."""
         written: set[str] = set()
@@ -334,12 +401,12 @@ def compare(first: Ledger, second: Ledger) -> str:
 # --- recording launches ---------------------------------------------------------
 
 _active: list[Ledger] = []
-_restore: list[Any] = []
+_subscription = ExitStack()  # the ledgers' one subscription to the launch hook, while any records
 
 
 def _push(ledger: Ledger) -> None:
     if not _active:
-        _install()
+        _subscription.enter_context(on_launch(_count))
     _active.append(ledger)
 
 
@@ -347,215 +414,154 @@ def _pop(ledger: Ledger) -> None:
     # by identity: two ledgers that recorded the same launches compare equal
     del _active[next(k for k, active in enumerate(_active) if active is ledger)]
     if not _active:
-        while _restore:
-            _restore.pop()()
-
-
-def _caller_names(args: Sequence[Any]) -> list[str]:
-    """Name each argument as the learner's code names it (by identity in the calling frame)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if not (module.startswith("numba") or module in (__name__, "helpers.lessons.fuser.fuser")):  # the fuser's checked launch
-            break
-        frame = frame.f_back
-    names = []
-    for i, arg in enumerate(args):
-        name = f"arg{i}"
-        if frame is not None and not isinstance(arg, (bool, int, float, np.number)):  # numbers: identity is ambiguous
-            for scope in (frame.f_locals, frame.f_globals):
-                match = next((k for k, v in scope.items() if v is arg and not k.startswith("_")), None)
-                if match:
-                    name = match
-                    break
-        names.append(name)
-    return names
-
-
-def _host_copy(arg: Any) -> tuple[np.ndarray, bool, bool] | None:
-    """For an argument Numba copies implicitly: (host array, copied in?, copied out?); else None."""
-    from numba import cuda
-
-    if isinstance(arg, np.ndarray):
-        return arg, True, True
-    for hint, copied_in, copied_out in ((cuda.In, True, False), (cuda.InOut, True, True), (cuda.Out, False, True)):
-        if isinstance(arg, hint):
-            return np.asarray(arg.value), copied_in, copied_out
-    return None
-
-
-def _without_hints(args: Sequence[Any]) -> list[Any]:
-    """The arguments with ``cuda.In``/``Out``/``InOut`` hints replaced by the arrays they wrap."""
-    return [plan[0] if (plan := _host_copy(a)) is not None else a for a in args]
+        _subscription.close()
 
 
 def _host_arrays_allowed() -> bool:
     return bool(_active) and all(ledger.allow_host_arrays for ledger in _active)
 
 
-def _host_copies(args: Sequence[Any], names: Sequence[str]) -> list[HostCopy]:
-    """The implicit copies Numba makes around a launch with these arguments."""
-    copies = []
-    for name, arg in zip(names, args):
-        plan = _host_copy(arg)
-        if plan is not None:
-            host, copied_in, copied_out = plan
-            copies.append(HostCopy(name, host.nbytes * copied_in, host.nbytes * copied_out))
-    return copies
+def _refuse_host_copy(kernel: str, info: ArgInfo) -> None:
+    """Raise ``TypeError``, naming the argument, unless every ledger counts the copies Numba makes of it."""
+    if info.host is None or _host_arrays_allowed():
+        return
+    if info.host == "array":
+        raise TypeError(
+            f"`{info.name}` (argument of {kernel}) is a host NumPy array. Numba would copy it to the "
+            f"GPU and back on every launch, hiding two extra trips; copy it once with "
+            f"`{info.name} = cuda.to_device({info.name})`, or count those copies with "
+            "`Ledger(name, allow_host_arrays=True)`."
+        )
+    raise TypeError(
+        f"`{info.name}` (argument of {kernel}) is a host array in a cuda.{info.host} hint: "
+        "Numba copies it between host and device around the launch. Count those copies "
+        "with `Ledger(name, allow_host_arrays=True)`, or copy it once with cuda.to_device."
+    )
 
 
-def _check_launch(kernel: str, args: Sequence[Any], names: Sequence[str]) -> LaunchArgs:
+def _check_launch(call: KernelCall) -> LaunchArgs:
     """Refuse what the ledger cannot count, naming the argument; else the launch's argument record."""
-    for name, arg in zip(names, args):
+    for name, arg in zip(call.names, call.plain):
         if arg is None:
             raise TypeError(
-                f"`{name}` (argument of {kernel}) is None: pass an array or a number. "
+                f"`{name}` (argument of {call.name}) is None: pass an array or a number. "
                 "(Did a variable you meant to set keep its default, or a function return nothing?)"
             )
-        if isinstance(arg, np.ndarray) and not _host_arrays_allowed():
-            raise TypeError(
-                f"`{name}` (argument of {kernel}) is a host NumPy array. Numba would copy it to the "
-                f"GPU and back on every launch, hiding two extra trips; copy it once with "
-                f"`{name} = cuda.to_device({name})`, or count those copies with "
-                "`Ledger(name, allow_host_arrays=True)`."
-            )
-        plan = _host_copy(arg)
-        if plan is not None and not _host_arrays_allowed():
-            raise TypeError(
-                f"`{name}` (argument of {kernel}) is a host array in a cuda.{type(arg).__name__} hint: "
-                "Numba copies it between host and device around the launch. Count those copies "
-                "with `Ledger(name, allow_host_arrays=True)`, or copy it once with cuda.to_device."
-            )
-        if plan is not None:
-            arg = plan[0]
-        if is_array(arg):
-            if not is_c_contiguous(arg):
-                raise ValueError(
-                    f"`{name}` (argument of {kernel}) is not contiguous; the ledger counts "
-                    "contiguous arrays only. Pass a contiguous copy."
-                )
-            if int(np.prod(arg.shape)) == 0:
-                raise ValueError(f"`{name}` (argument of {kernel}) is empty (n = 0): nothing to count.")
     try:
-        return LaunchArgs.of(_without_hints(args), names)
+        record = call.record
     except TypeError as exc:
-        raise TypeError(f"{exc} (argument of {kernel})") from None
+        raise TypeError(f"{exc} (argument of {call.name})") from None
+    for info in record.args:
+        _refuse_host_copy(call.name, info)
+        if info.is_array and not info.contiguous:
+            raise ValueError(f"`{info.name}` (argument of {call.name}) is not contiguous; the ledger counts "
+                             "contiguous arrays only. Pass a contiguous copy.")
+        if info.is_array and info.size == 0:
+            raise ValueError(f"`{info.name}` (argument of {call.name}) is empty (n = 0): nothing to count.")
+    return record
 
 
-def _record(launch: Launch) -> None:
+Counted = Traffic | CannotAttribute | str  # a count, or the reason there is none (a refusal, or a failure's words)
+
+
+def _count(call: KernelCall, proceed: Proceed) -> Any:
+    """The ledgers' subscriber: check the launch, run it counted, and record it in every active ledger."""
+    record = _check_launch(call)
+    result, traffic = (_count_simulated if is_simulator() else _count_on_gpu)(call, record, proceed)
+    launch = _launch(call, traffic, record.host_copies())
     for ledger in _active:
         ledger.launches.append(launch)
+    return result
 
 
-def _install() -> None:
-    if is_simulator():
-        _install_simulator_hook()
+def _count_simulated(call: KernelCall, record: LaunchArgs, proceed: Proceed) -> tuple[Any, Counted]:
+    """In the simulator: the launch run on arrays that record (or name) what each thread touches."""
+    from numba import cuda  # numba loads after helpers chose the backend
+
+    # Do the implicit copies here, as Numba would, so that the kernel's accesses
+    # to the device copies are counted like any other device array's.
+    args = [cuda.to_device(value) if info.host else value for value, info in zip(call.plain, record.args)]
+    if current_engine() == "dynamic":
+        call.args, touches = recording_arguments(args, record.names)
+        result = proceed()
+        traffic: Counted = traffic_from_touches(call.name, record, touches)
     else:
-        _install_gpu_hook()
+        call.args = naming_arguments(args, record.names)  # an IndexError names the array
+        result = proceed()
+        traffic = _static_count(call, record)
+    for host, info, device in zip(call.plain, record.args, args):
+        if info.copied_out:
+            device.copy_to_host(host)
+    return result, traffic
 
 
-def _install_simulator_hook() -> None:
-    from numba import cuda
-    from numba.cuda.simulator import kernel as sim_kernel
-
-    original = sim_kernel.FakeCUDAKernel.__call__
-
-    def counting_call(self: Any, *args: Any) -> Any:
-        if self._device or sim_kernel._get_kernel_context() is not None:
-            return original(self, *args)
-        name = self.fn.__name__
-        names = _caller_names(_without_hints(args))
-        record = _check_launch(name, args, names)
-        host_copies = _host_copies(args, names)
-        # Do the implicit copies here, as Numba would, so that the kernel's accesses
-        # to the device copies are counted like any other device array's.
-        plans = {i: plan for i, a in enumerate(args) if (plan := _host_copy(a)) is not None}
-        args = [cuda.to_device(plans[i][0]) if i in plans else a for i, a in enumerate(args)]
-        grid, block = launch_dims(self.grid_dim, self.block_dim)
-        if current_engine() == "dynamic":
-            wrapped, touches = recording_arguments(args, record.names)
-            result = original(self, *wrapped)
-            traffic: Traffic | CannotAttribute | str = traffic_from_touches(name, record, touches)
-        else:
-            result = original(self, *naming_arguments(args, record.names))  # an IndexError names the array
-            traffic = _static_count(self, grid, block, record)
-        for i, (host, _, copied_out) in plans.items():
-            if copied_out:
-                args[i].copy_to_host(host)
-        _record(_launch(name, grid, block, record, traffic, host_copies))
-        return result
-
-    sim_kernel.FakeCUDAKernel.__call__ = counting_call
-    _restore.append(lambda: setattr(sim_kernel.FakeCUDAKernel, "__call__", original))
+def _count_on_gpu(call: KernelCall, record: LaunchArgs, proceed: Proceed) -> tuple[Any, Counted]:
+    """On a GPU: the dynamic count (in a simulator subprocess) before the launch, or the static one after it."""
+    if current_engine() == "dynamic":  # on copies of the inputs as they are before this launch
+        traffic = _simulated_elsewhere(call, record)
+        return proceed(), traffic
+    result = proceed()
+    ptx = None
+    try:
+        ptx = call.kernel.inspect_asm(tuple(call.kernel.typeof_pyval(a) for a in call.plain))
+    except (KeyError, TypeError):
+        pass  # static_traffic compiles the kernel itself
+    return result, _static_count(call, record, ptx)
 
 
-def _install_gpu_hook() -> None:
-    from numba import cuda
-    from numba.cuda.dispatcher import CUDADispatcher
+def _simulated_elsewhere(call: KernelCall, record: LaunchArgs) -> Counted:
+    """The launch counted in a simulator subprocess, on copies of its arrays (or the reason it cannot be)."""
+    from numba import cuda  # numba loads after helpers chose the backend
 
-    original = CUDADispatcher.call
-
-    def counting_call(self: Any, args: Sequence[Any], launch_config: Any) -> Any:
-        name = self.py_func.__name__
-        plain = _without_hints(args)
-        names = _caller_names(plain)
-        record = _check_launch(name, args, names)
-        grid, block = launch_dims(launch_config.griddim, launch_config.blockdim)
-        if current_engine() == "dynamic":  # on copies of the inputs as they are before this launch
-            try:
-                with copies_for_a_count():  # not the caller's copies: a watcher of those leaves them out
-                    on_device = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in plain]
-                    traffic: Traffic | CannotAttribute | str = simulated_traffic(self, grid, block, on_device, names)
-            except CannotAttribute as refusal:  # a global the simulator count cannot carry, named
-                traffic = refusal
-            except (RuntimeError, ValueError) as failure:  # recorded like a refusal: the launch still runs
-                traffic = str(failure)
-        result = original(self, args, launch_config)
-        if current_engine() != "dynamic":
-            ptx = None
-            try:
-                ptx = self.inspect_asm(tuple(self.typeof_pyval(a) for a in plain))
-            except (KeyError, TypeError):
-                pass  # static_traffic compiles the kernel itself
-            traffic = _static_count(self, grid, block, record, ptx)
-        _record(_launch(name, grid, block, record, traffic, _host_copies(args, names)))
-        return result
-
-    CUDADispatcher.call = counting_call
-    _restore.append(lambda: setattr(CUDADispatcher, "call", original))
+    try:
+        with copies_for_a_count():  # not the caller's copies: a watcher of those leaves them out
+            on_device = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in call.plain]
+            return simulated_traffic(call.kernel, call.grid, call.block, on_device, record)
+    except CannotAttribute as refusal:  # a global the simulator count cannot carry, named
+        return refusal
+    except (RuntimeError, ValueError) as failure:  # recorded like a refusal: the launch still runs
+        return str(failure)
 
 
-def _static_count(kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], record: LaunchArgs,
-                  ptx: str | None = None) -> Traffic | CannotAttribute:
+def _static_count(call: KernelCall, record: LaunchArgs, ptx: str | None = None) -> Traffic | CannotAttribute:
     """The launch counted from its compiled PTX, or the reason it cannot be (recorded, not raised:
     the learner's code runs on, and asking this launch for a count raises with the reason)."""
     try:
-        return static_traffic(kernel, grid, block, record, ptx=ptx)
+        return static_traffic(call.kernel, call.grid, call.block, record, ptx=ptx)
     except CannotAttribute as reason:
         return reason
     except Exception as bug:  # the counter's own failure must not stop the learner's launch
-        name = getattr(getattr(kernel, "py_func", None), "__name__", "the kernel")
-        return CannotAttribute(f"the static counter failed while following {name}'s compiled code "
+        return CannotAttribute(f"the static counter failed while following {call.name}'s compiled code "
                                f"({type(bug).__name__}: {bug}); this is a gap in the counter, not in your kernel")
 
 
-def _launch(name: str, grid: tuple[int, ...], block: tuple[int, ...], record: LaunchArgs,
-            traffic: Traffic | CannotAttribute | str, host_copies: list[HostCopy]) -> Launch:
+def _launch(call: KernelCall, traffic: Counted, host_copies: list[HostCopy]) -> Launch:
     """One :class:`Launch` from a count (or the reason there is none), on either engine and backend."""
-    threads = prod(grid) * prod(block)
+    threads = prod(call.grid) * prod(call.block)
     if isinstance(traffic, (CannotAttribute, str)):
         method = "ptx" if current_engine() == "static" else "simulator"
         refusal = traffic if isinstance(traffic, CannotAttribute) else None
-        return Launch(name, threads, [], method, host_copies, uncounted=str(traffic), refusal=refusal)
-    return Launch(name, threads, _array_traffic(traffic, record), traffic.method, host_copies)
+        return Launch(call.name, threads, [], method, host_copies, uncounted=str(traffic), refusal=refusal)
+    return Launch(call.name, threads, traffic.arrays, traffic.method, host_copies)
 
 
-def _array_traffic(traffic: Traffic, record: LaunchArgs) -> list[ArrayTraffic]:
-    """One :class:`ArrayTraffic` per array argument name, in argument order."""
-    arrays: dict[str, ArrayTraffic] = {}
-    per_array = traffic.per_array()
-    for _, info in record.arrays():
-        if info.name not in arrays:
-            read, written = per_array.get(info.name, (0, 0))
-            arrays[info.name] = ArrayTraffic(info.name, info.itemsize, info.size, read, written)
-    return list(arrays.values())
+# --- counting a whole function in the simulator, on either backend ---------------------
+
+
+def _counted_in_subprocess(function: Callable[..., Sequence[Ledger]], kwargs: dict[str, Any]) -> list[Ledger]:
+    request = {"function": f"{function.__module__}:{function.__name__}", "kwargs": kwargs}
+    try:
+        rows = run_under(SIMULATOR, "helpers.ledger:counted_request", request)
+    except OtherBackendError as exc:
+        raise RuntimeError(f"counting {function.__name__} in the simulator failed: {exc}") from exc
+    return [Ledger.from_json(row) for row in rows]
+
+
+def counted_request(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The simulator's side of :meth:`Ledger.counted_in_simulator`: call the named helpers function, return its ledgers."""
+    module, _, name = request["function"].partition(":")
+    if not module.startswith("helpers."):
+        raise ValueError(f"Ledger.counted_in_simulator counts functions of helpers modules, got {request['function']!r}")
+    function = getattr(importlib.import_module(module), name)
+    with counting_engine("dynamic"):
+        return [ledger.to_json() for ledger in function(**request["kwargs"])]

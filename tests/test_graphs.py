@@ -113,6 +113,11 @@ def test_a_pipeline_that_launches_nothing_is_refused_as_on_a_gpu():
         graphs.capture(lambda stream: None, warm_up=False)
 
 
+def test_counting_a_pipeline_that_launches_nothing_is_refused_on_either_backend():
+    with pytest.raises(ValueError, match="the pipeline made no Numba launches: there is nothing to record"):
+        graphs.counted(lambda stream: None, "nothing")
+
+
 @pytest.mark.parametrize("pipeline, message", [
     (None, r"capture needs the pipeline, a function of the stream.*got NoneType"),
     ("three_kernels", r"capture needs the pipeline, .*got str"),

@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -52,12 +54,19 @@ def test_fused_kernel_makes_two_trips_and_16_bytes_per_element(arrays):
     assert fused.round_trips() == []
 
 
-def test_wrappers_are_counted_and_compared(arrays):
+@pytest.fixture
+def wrappers(arrays):
+    """The chapter's two pipelines through their wrappers, each counted in its own ledger."""
     a, b, c, t1, t2, out = arrays
     with Ledger("three kernels") as three:
         pipeline.run_three_kernels(a, b, c, 2.5, t1, t2, out)
     with Ledger("fused") as fused:
         pipeline.run_fused(a, b, c, 2.5, out)
+    return three, fused
+
+
+def test_wrappers_are_counted_and_compared(wrappers):
+    three, fused = wrappers
     text = compare(three, fused)
     assert "three kernels: 3 launches, 6 trips, 32 bytes per element (20 read + 12 written)" in text
     assert "fused: 1 launch, 2 trips, 16 bytes per element (12 read + 4 written)" in text
@@ -296,3 +305,65 @@ def two_d_copy(a, out):
     i, j = cuda.grid(2)
     if i * 4 + j < out.size:
         out[i * 4 + j] = a[i, j]
+
+
+# --- a ledger that travels, and its totals ---------------------------------------------------
+
+
+def _through_json(ledger):
+    return Ledger.from_json(json.loads(json.dumps(ledger.to_json())))
+
+
+def test_a_ledger_comes_back_from_json_as_it_was(arrays, wrappers):
+    a, b, _, _, _, out = arrays
+    three, _ = wrappers
+    back = _through_json(three)
+    assert back == three and back.table() == three.table() and back.summary() == three.summary()
+    host = np.ones(N, np.float32)
+    with Ledger("host", allow_host_arrays=True) as copied:
+        pipeline.fused_kernel[blocks_for(N), BLOCK_SIZE](a, host, cuda.In(host.copy()), np.float32(2), out)
+    back = _through_json(copied)
+    assert back == copied and back.allow_host_arrays and back.host_trips == copied.host_trips == 2
+
+
+def test_a_refusal_comes_back_from_json_as_the_same_kind():
+    x, out = cuda.to_device(np.ones(N, np.float32)), checks.poisoned(N)
+    idx = cuda.to_device(np.arange(N, dtype=np.int64))
+    with counting_engine("static"), Ledger("gather") as ledger:
+        gather_kernel[blocks_for(N), BLOCK_SIZE](x, idx, out)
+    kind = type(ledger.launches[0].refusal)
+    back = _through_json(ledger)
+    assert issubclass(kind, CannotAttribute) and type(back.launches[0].refusal) is kind
+    with pytest.raises(kind, match="gather_kernel: .*loaded from memory"):
+        back.require_counted()
+
+
+def test_a_function_counted_in_a_simulator_subprocess_gives_the_ledgers_counted_here():
+    """What a GPU process does (Ledger.counted_in_simulator on a GPU), taken here from the simulator."""
+    from helpers import ledger as ledger_module
+    from helpers.lessons.softmax import kernels as softmax
+
+    there = ledger_module._counted_in_subprocess(softmax.count_ledgers, {"rows": 4, "cols": 37})
+    here = Ledger.counted_in_simulator(softmax.count_ledgers, rows=4, cols=37)
+    assert [ledger.name for ledger in there] == ["unfused", "row in registers", "online"]
+    assert [ledger.table() for ledger in there] == [ledger.table() for ledger in here]
+    assert {ledger.counted_by() for ledger in there} == {"simulator"}
+
+
+def test_only_a_helpers_function_is_counted_in_the_subprocess():
+    from helpers import ledger as ledger_module
+
+    with pytest.raises(ValueError, match="counts functions of helpers modules, got 'os:getcwd'"):
+        ledger_module.counted_request({"function": "os:getcwd", "kwargs": {}})
+
+
+def test_the_totals_a_record_keeps(wrappers):
+    from helpers.ledger import Totals
+
+    three, fused = wrappers
+    method = "simulator" if helpers.is_simulator() else "ptx"
+    assert three.totals() == Totals(3, 6, 32.0, 24.0, ["t1", "t2"], method)  # six float32 arrays: 24 B per element
+    assert fused.totals() == Totals(1, 2, 16.0, 16.0, [], method)
+    assert three.bytes_by_array() == {"a": 4 * N, "b": 4 * N, "t1": 8 * N, "c": 4 * N, "t2": 8 * N, "out": 4 * N}
+    with pytest.raises(ValueError, match="recorded no launches"):
+        Ledger("nothing").totals()

@@ -2,24 +2,26 @@
 
 The inputs of an exercise are already on the device, so a solution has no reason to
 move n elements any other way than through its own kernels.  Two watches run while
-the student's function runs, on a GPU and in the simulator alike, by wrapping Numba's
-functions for the duration of a ``with`` block (and restoring them afterwards):
+the student's function runs, on a GPU and in the simulator alike, for the duration of a
+``with`` block (Numba is restored afterwards):
 
 * :class:`Copies` records every copy the function makes: from the host
   (``cuda.to_device``, ``out.copy_to_device(host)``, ``out[:] = host``), to the host
   (``x.copy_to_host()``), and *between device arrays* (``out.copy_to_device(tmp)``,
   ``cuda.to_device(tmp, to=out)``, ``out[:] = tmp``, or a fill ``out[:] = 0``).  None of
   them is a kernel launch, so the ledger does not see them; the grader does, through
-  this record.  ``cuda.to_device`` of a device array is not recorded: on a GPU it hands
-  back the same array, without a copy.
+  this record, by wrapping Numba's copy functions.  ``cuda.to_device`` of a device array
+  is not recorded: on a GPU it hands back the same array, without a copy.
 * :class:`Launches` records each kernel launch: the kernel, its arguments and its
   grid, so that the grader can compile it for a GPU while the lesson runs in the
   simulator, and can tell a grid written into the code from one computed from n.
+  It subscribes to :mod:`helpers.launch_hook`, as the ledger does.
 """
 
 from __future__ import annotations
 
 import functools
+from contextlib import ExitStack
 from dataclasses import dataclass
 from math import prod
 from typing import Any, Callable, Sequence
@@ -28,7 +30,8 @@ import numpy as np
 from numba import cuda
 
 from ..backend import is_simulator
-from ..counting import copying_for_a_count, launch_dims
+from ..counting import copying_for_a_count
+from ..launch_hook import KernelCall, Proceed, on_launch
 
 TO_DEVICE, TO_HOST, ON_DEVICE = "to device", "to host", "on device"
 
@@ -202,35 +205,24 @@ class Launched:
         return prod(self.grid) * prod(self.block)
 
 
-class Launches(_Wrapping):
-    """Context manager: every kernel launched inside the block, recorded before it runs."""
+class Launches:
+    """Context manager: every kernel launched inside the block, recorded before it runs, as it was passed.
+
+    It subscribes to :mod:`helpers.launch_hook`: device functions called inside a simulated kernel
+    are part of that kernel, not launches.
+    """
 
     def __init__(self) -> None:
-        super().__init__()
         self.launched: list[Launched] = []
+        self._subscription = ExitStack()
 
     def __enter__(self) -> "Launches":
-        if is_simulator():
-            from numba.cuda.simulator.kernel import FakeCUDAKernel
-
-            self._wrap(FakeCUDAKernel, "__call__", self._simulated)
-        else:
-            from numba.cuda.dispatcher import CUDADispatcher
-
-            self._wrap(CUDADispatcher, "call", self._dispatched)
+        self._subscription.enter_context(on_launch(self._seen))
         return self
 
-    def _simulated(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapped(kernel: Any, *args: Any) -> Any:
-            if not (kernel._device or _in_a_simulated_kernel()):  # device functions are part of a kernel
-                self.launched.append(Launched(kernel, args, *launch_dims(kernel.grid_dim, kernel.block_dim)))
-            return original(kernel, *args)
+    def __exit__(self, *exc: object) -> None:
+        self._subscription.close()
 
-        return wrapped
-
-    def _dispatched(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapped(kernel: Any, args: Any, launch_config: Any) -> Any:
-            self.launched.append(Launched(kernel, args, *launch_dims(launch_config.griddim, launch_config.blockdim)))
-            return original(kernel, args, launch_config)
-
-        return wrapped
+    def _seen(self, call: KernelCall, proceed: Proceed) -> Any:
+        self.launched.append(Launched(call.kernel, call.given, call.grid, call.block))
+        return proceed()

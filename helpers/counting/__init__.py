@@ -9,8 +9,10 @@ elements each thread loads and stores, summed over threads (:class:`Traffic`).
 * :func:`simulated_traffic`: run the launch in Numba's CUDA simulator and record
   what each thread touched.
 
-:mod:`.record` holds what both share: :class:`Traffic` (a count), :class:`LaunchArgs`
-(one launch's arguments, built once by the ledger) and :class:`CannotAttribute`;
+:mod:`.record` holds what both share: :class:`Traffic` (a count: one :class:`ArrayTraffic`
+row per array), :class:`LaunchArgs` (one launch's arguments, built once by
+:mod:`helpers.launch_hook`; :meth:`LaunchArgs.traffic` turns an engine's element counts
+into those rows) and :class:`CannotAttribute`;
 :mod:`.other_backend` runs a function under the other CUDA backend, and :mod:`.carry`
 describes a kernel and the globals it uses so that a simulator subprocess can rebuild it.
 
@@ -21,8 +23,11 @@ cannot follow.  :func:`compare_counts` runs both on one launch.
 from .ptx import PtxCounts, count_global_accesses
 from .record import (
     ArgInfo,
+    ArrayTraffic,
     CannotAttribute,
     DataDependentBranch,
+    ElementCounts,
+    HostCopy,
     LaunchArgs,
     LinkedCall,
     OutOfBounds,
@@ -44,7 +49,7 @@ from .traffic import (
 )
 
 __all__ = [
-    "ArgInfo", "LaunchArgs", "is_array", "CannotAttribute", "DataDependentBranch", "LinkedCall", "OutOfBounds", "copies_for_a_count", "copying_for_a_count", "Comparison", "PtxCounts", "Traffic", "compare_counts", "comparison_table",
+    "ArgInfo", "ArrayTraffic", "ElementCounts", "HostCopy", "LaunchArgs", "is_array", "CannotAttribute", "DataDependentBranch", "LinkedCall", "OutOfBounds", "copies_for_a_count", "copying_for_a_count", "Comparison", "PtxCounts", "Traffic", "compare_counts", "comparison_table",
     "count_global_accesses", "launch_dims", "naming_arguments", "recording_arguments", "simulated_traffic", "static_traffic",
     "traffic_from_touches",
 ]

@@ -1,10 +1,18 @@
 """The shared definitions of both counting engines: a count, a launch's arguments, and a refusal.
 
-The ledger describes each launch's arguments once, as a :class:`LaunchArgs` (names,
-which are arrays, dtypes, shapes, scalar values), and passes that record down to
-whichever engine counts the launch.  Whether a value is an array is decided here
-only (:func:`is_array`).  A refusal (:class:`CannotAttribute` and its kinds) is worded
-here once: :data:`DATA_INDEX`, :data:`DATA_BRANCH` and each kind's ``of``.
+Each launch's arguments are described once, as a :class:`LaunchArgs` (names, which are
+arrays, dtypes, shapes, scalar values, which ones Numba copies from the host), by the
+launch hook (:mod:`helpers.launch_hook`), and that record is passed down to whichever
+engine counts the launch.  Whether a value is an array is decided here only
+(:func:`is_array`).
+
+A count has one shape from the engine to the notebook: both engines count, per argument,
+the distinct elements each thread loads and stores (:class:`ElementCounts`), and
+:meth:`LaunchArgs.traffic` turns those into one :class:`ArrayTraffic` row per array, in
+bytes, which :class:`Traffic` and the ledger's launches keep as they are.
+
+A refusal (:class:`CannotAttribute` and its kinds) is worded here once: :data:`DATA_INDEX`,
+:data:`DATA_BRANCH` and each kind's ``of``.
 """
 
 from __future__ import annotations
@@ -12,7 +20,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -127,6 +135,29 @@ class ArgInfo:
     itemsize: int = 0
     strides: tuple[int, ...] = ()
     value: bool | int | float | None = None  # a scalar's value (known at the launch)
+    host: str | None = None  # Numba copies it from the host: "array" (a NumPy array) or its hint ("In", "Out", "InOut")
+
+    @property
+    def copied_in(self) -> bool:
+        """Numba copies it host -> device before the launch."""
+        return self.host in ("array", "In", "InOut")
+
+    @property
+    def copied_out(self) -> bool:
+        """Numba copies it device -> host after the launch."""
+        return self.host in ("array", "Out", "InOut")
+
+    @property
+    def contiguous(self) -> bool:
+        """C-contiguous, as NumPy and Numba decide it (a dimension of one element has any stride)."""
+        if not self.is_array or self.size == 0:
+            return True
+        step = self.itemsize
+        for extent, stride in zip(reversed(self.shape), reversed(self.strides)):
+            if extent != 1 and stride != step:
+                return False
+            step *= extent
+        return True
 
     @property
     def size(self) -> int:
@@ -143,8 +174,11 @@ class ArgInfo:
         return ArgType("scalar", self.dtype)
 
     @classmethod
-    def of(cls, name: str, value: Any) -> "ArgInfo":
-        """Describe one argument value (raises ``TypeError``, naming it, for what a kernel cannot take)."""
+    def of(cls, name: str, value: Any, host: str | None = None) -> "ArgInfo":
+        """Describe one argument value (raises ``TypeError``, naming it, for what a kernel cannot take).
+
+        ``host`` says that Numba copies it from the host (see the field); the value is then the host array itself.
+        """
         if value is None:
             raise TypeError(f"`{name}` is None: pass an array or a number")
         if is_array(value):
@@ -159,7 +193,7 @@ class ArgInfo:
             strides = (tuple(int(s) for s in interface["strides"]) if interface and interface.get("strides")
                        else _c_strides(shape, dtype.itemsize) if interface else
                        tuple(int(s) for s in getattr(value, "strides", ())) or _c_strides(shape, dtype.itemsize))
-            return cls(name, True, _numba_name(dtype), shape, dtype.itemsize, strides)
+            return cls(name, True, _numba_name(dtype), shape, dtype.itemsize, strides, host=host)
         if isinstance(value, np.generic):
             dtype = np.dtype(type(value))
             return cls(name, False, _numba_name(dtype), itemsize=dtype.itemsize, value=value.item())
@@ -170,12 +204,12 @@ class ArgInfo:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "is_array": self.is_array, "dtype": self.dtype, "shape": list(self.shape),
-                "itemsize": self.itemsize, "strides": list(self.strides), "value": self.value}
+                "itemsize": self.itemsize, "strides": list(self.strides), "value": self.value, "host": self.host}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ArgInfo":
         return cls(data["name"], data["is_array"], data["dtype"], tuple(data["shape"]), data["itemsize"],
-                   tuple(data["strides"]), data["value"])
+                   tuple(data["strides"]), data["value"], data.get("host"))
 
 
 def _numba_name(dtype: np.dtype) -> str:
@@ -216,6 +250,22 @@ class LaunchArgs:
     def argtypes(self) -> tuple[ArgType, ...]:
         return tuple(a.argtype for a in self.args)
 
+    def traffic(self, counts: Counts) -> list[ArrayTraffic]:
+        """One row per array argument name, in argument order: an engine's element counts, in bytes.
+
+        An array passed twice (under one name) is one row, its bytes summed.
+        """
+        rows: dict[str, ArrayTraffic] = {}
+        for i, info in self.arrays():
+            row = rows.setdefault(info.name, ArrayTraffic(info.name, info.itemsize, info.size))
+            row.bytes_read += counts.loads.get(i, 0) * info.itemsize
+            row.bytes_written += counts.stores.get(i, 0) * info.itemsize
+        return list(rows.values())
+
+    def host_copies(self) -> list[HostCopy]:
+        """The copies Numba makes around the launch, one per argument it copies from the host."""
+        return [HostCopy(a.name, a.nbytes * a.copied_in, a.nbytes * a.copied_out) for a in self.args if a.host]
+
     def to_json(self) -> list[dict[str, Any]]:
         return [a.to_json() for a in self.args]
 
@@ -224,23 +274,74 @@ class LaunchArgs:
         return cls(tuple(ArgInfo.from_json(d) for d in data))
 
 
+class Counts(Protocol):
+    """What an engine counts: distinct elements loaded and stored, summed over threads, per argument index."""
+
+    loads: dict[int, int]
+    stores: dict[int, int]
+
+
+@dataclass
+class ElementCounts:
+    """The simulator's :class:`Counts` (the PTX engine's ``EmulatedCounts`` has the same two fields)."""
+
+    loads: dict[int, int] = field(default_factory=dict)
+    stores: dict[int, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, dict[str, int]]:
+        return {"loads": {str(i): n for i, n in self.loads.items()}, "stores": {str(i): n for i, n in self.stores.items()}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, dict[str, int]]) -> "ElementCounts":
+        return cls({int(i): n for i, n in data["loads"].items()}, {int(i): n for i, n in data["stores"].items()})
+
+
+@dataclass
+class ArrayTraffic:
+    """Bytes one launch moved between one array and device memory."""
+
+    name: str
+    itemsize: int
+    size: int
+    bytes_read: int = 0
+    bytes_written: int = 0
+
+
+@dataclass
+class HostCopy:
+    """Bytes Numba copied between one host array and the device around one launch."""
+
+    name: str
+    to_device: int = 0  # bytes copied host -> device before the launch
+    to_host: int = 0  # bytes copied device -> host after it
+
+
 @dataclass
 class Traffic:
     """Bytes one launch read from and wrote to each array argument: the count both engines produce."""
 
     kernel: str
     method: str  # "ptx" or "simulator"
-    read: dict[str, int] = field(default_factory=dict)
-    written: dict[str, int] = field(default_factory=dict)
+    arrays: list[ArrayTraffic] = field(default_factory=list)  # one row per array argument name (LaunchArgs.traffic)
+
+    @property
+    def read(self) -> dict[str, int]:
+        """Bytes read, by array name."""
+        return {a.name: a.bytes_read for a in self.arrays}
+
+    @property
+    def written(self) -> dict[str, int]:
+        """Bytes written, by array name."""
+        return {a.name: a.bytes_written for a in self.arrays}
 
     @property
     def bytes_read(self) -> int:
-        return sum(self.read.values())
+        return sum(a.bytes_read for a in self.arrays)
 
     @property
     def bytes_written(self) -> int:
-        return sum(self.written.values())
+        return sum(a.bytes_written for a in self.arrays)
 
     def per_array(self) -> dict[str, tuple[int, int]]:
         """``{array: (bytes read, bytes written)}`` for every array argument."""
-        return {name: (self.read.get(name, 0), self.written.get(name, 0)) for name in {**self.read, **self.written}}
+        return {a.name: (a.bytes_read, a.bytes_written) for a in self.arrays}

@@ -36,7 +36,7 @@ from .carry import build_function, function_spec
 from .emulate import emulate
 from .other_backend import SIMULATOR, OtherBackendError, run_under
 from .ptx import compile_ptx
-from .record import CannotAttribute, LaunchArgs, Traffic, copies_for_a_count
+from .record import ArgInfo, CannotAttribute, ElementCounts, LaunchArgs, Traffic, copies_for_a_count
 
 Dims = int | Sequence[int]
 
@@ -64,10 +64,26 @@ def launch_dims(griddim: Any, blockdim: Any) -> tuple[tuple[int, ...], tuple[int
     return grid[:size], block[:size]
 
 
-def _launch_args(args: Sequence[Any] | LaunchArgs, names: Sequence[str] | None) -> LaunchArgs:
+Names = Sequence[str] | LaunchArgs | None
+"""How a count names the arguments: a name each, or the launch's record (which names them), or ``arg0, arg1 ...``."""
+
+
+def _launch_args(args: Sequence[Any] | LaunchArgs, names: Names) -> LaunchArgs:
+    """The launch's record: given (as ``args`` or ``names``), or read from the values."""
     if isinstance(args, LaunchArgs):
         return args
+    if isinstance(names, LaunchArgs):
+        return names
     return LaunchArgs.of(args, names)
+
+
+def _py_func(kernel: Any) -> Any:
+    """The Python function a kernel (a dispatcher, a simulator kernel, or the function itself) was made from."""
+    return getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
+
+
+def _kernel_name(kernel: Any) -> str:
+    return str(_py_func(kernel).__name__)
 
 
 def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any] | LaunchArgs,
@@ -83,16 +99,11 @@ def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[An
     be given when it was already compiled (the ledger reads the launched kernel's own).
     """
     launch = _launch_args(args, names)
-    func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
+    name = _kernel_name(kernel)
     grid, block = launch_dims(griddim, blockdim)
     if ptx is None:
         ptx = compile_ptx(kernel, launch.argtypes)
-    counted = emulate(ptx, launch, grid, block, func.__name__)
-    traffic = Traffic(func.__name__, "ptx")
-    for i, info in launch.arrays():
-        traffic.read[info.name] = traffic.read.get(info.name, 0) + counted.loads.get(i, 0) * info.itemsize
-        traffic.written[info.name] = traffic.written.get(info.name, 0) + counted.stores.get(i, 0) * info.itemsize
-    return traffic
+    return Traffic(name, "ptx", launch.traffic(emulate(ptx, launch, grid, block, name)))
 
 
 # --- the simulator count ---------------------------------------------------------
@@ -132,6 +143,13 @@ class _ThreadTouches:
         return len(self.loaded), len(self.stored)
 
 
+def _element_counts(touches: dict[int, _ThreadTouches]) -> ElementCounts:
+    counts = ElementCounts()
+    for i, t in touches.items():
+        counts.loads[i], counts.stores[i] = t.counts()
+    return counts
+
+
 def _flat_elements(shape: tuple[int, ...], idx: Any) -> np.ndarray:
     """Flat indices of the elements ``array[idx]`` touches."""
     if isinstance(idx, (int, np.integer)) and len(shape) == 1:
@@ -141,7 +159,7 @@ def _flat_elements(shape: tuple[int, ...], idx: Any) -> np.ndarray:
     return np.arange(prod(shape)).reshape(shape)[idx].ravel()
 
 
-def simulated_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any], names: Sequence[str] | None = None) -> Traffic:
+def simulated_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any], names: Names = None) -> Traffic:
     """Run the launch in the CUDA simulator and count the distinct elements each thread touches.
 
     In the simulator this runs here (arrays must be device arrays).  On a GPU the
@@ -149,19 +167,23 @@ def simulated_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence
     are sent to a subprocess that runs the simulator, so the count is available on
     both backends.  Do not call it inside a ``Ledger`` block: the ledger wraps arrays
     with its own counter.  A thread that indexes outside an array raises ``IndexError``
-    naming the array.
+    naming the array.  ``names`` may be the launch's :class:`LaunchArgs` (the ledger's).
     """
-    record = LaunchArgs.of(args, names)
-    names = record.names
+    record = _launch_args(args, names)
     for i, a in enumerate(args):
         if isinstance(a, np.ndarray):
-            raise TypeError(f"`{names[i]}` is a host (NumPy) array; pass a device array (cuda.to_device)")
+            raise TypeError(f"`{record.names[i]}` is a host (NumPy) array; pass a device array (cuda.to_device)")
     if not is_simulator():
-        return _simulate_in_subprocess(kernel, griddim, blockdim, args, names)
+        return _simulate_in_subprocess(kernel, griddim, blockdim, args, record)
+    counts = _simulated_counts(kernel, griddim, blockdim, args, record.names)
+    return Traffic(_kernel_name(kernel), "simulator", record.traffic(counts))
+
+
+def _simulated_counts(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any], names: Sequence[str]) -> ElementCounts:
+    """The launch run here, in the simulator, recording each thread's distinct accesses."""
     wrapped, touches = recording_arguments(args, names)
     kernel[_dims(griddim), _dims(blockdim)](*wrapped)
-    func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
-    return traffic_from_touches(func.__name__, record, touches)
+    return _element_counts(touches)
 
 
 _OUT_OF_BOUNDS = re.compile(r"index (-?\d+) is out of bounds")
@@ -262,25 +284,19 @@ def recording_arguments(args: Sequence[Any], names: Sequence[str] | None = None
 
 def traffic_from_touches(kernel_name: str, record: LaunchArgs, touches: dict[int, _ThreadTouches]) -> Traffic:
     """Bytes per array from the recorded distinct loads and stores (names and item sizes from ``record``)."""
-    traffic = Traffic(kernel_name, "simulator")
-    for i, t in touches.items():
-        loads, stores = t.counts()
-        info = record.args[i]
-        traffic.read[info.name] = traffic.read.get(info.name, 0) + loads * info.itemsize
-        traffic.written[info.name] = traffic.written.get(info.name, 0) + stores * info.itemsize
-    return traffic
+    return Traffic(kernel_name, "simulator", record.traffic(_element_counts(touches)))
 
 
 def simulate_request(request: dict[str, Any]) -> dict[str, Any]:
-    """Count one launch in the simulator (run by :mod:`.other_backend` when the lesson is on a GPU)."""
-    from numba import cuda
+    """Count one launch in the simulator (run by :mod:`.other_backend` when the lesson is on a GPU):
+    the elements each argument's threads loaded and stored, which the caller turns into bytes."""
+    from numba import cuda  # under the simulator: this runs in its subprocess
 
     kernel = cuda.jit(build_function(request["kernel"], cuda))
     data = np.load(request["arrays"])
     args = [cuda.to_device(data[a["array"]]) if "array" in a else np.dtype(a["dtype"]).type(a["value"])
             for a in request["args"]]
-    t = simulated_traffic(kernel, request["grid"], request["block"], args, request["names"])
-    return {"read": t.read, "written": t.written}
+    return _simulated_counts(kernel, request["grid"], request["block"], args, request["names"]).to_json()
 
 
 _SAME_KIND: dict[str, type[Exception]] = {"IndexError": IndexError, "TypeError": TypeError}
@@ -293,31 +309,33 @@ def _own_words(exc: OtherBackendError) -> str:
     return rest if sep and head.split(".")[-1] == exc.kind else str(exc)
 
 
-def _describe(i: int, a: Any, names: Sequence[str], arrays: dict[str, np.ndarray], spec: list[dict[str, Any]]) -> None:
+def _describe(i: int, a: Any, info: ArgInfo, arrays: dict[str, np.ndarray], spec: list[dict[str, Any]]) -> None:
     """Argument ``i`` as data for the simulator subprocess: an array's contents, or a scalar's type and value."""
     if hasattr(a, "copy_to_host") or isinstance(a, np.ndarray):  # a host array: Numba copies it in
         arrays[f"a{i}"] = a.copy_to_host() if hasattr(a, "copy_to_host") else np.ascontiguousarray(a)
         spec.append({"array": f"a{i}"})
     else:
-        info = LaunchArgs.of([a], [names[i]]).args[0]
         spec.append({"dtype": np.dtype(type(a)).name if isinstance(a, np.generic) else
                      {"boolean": "bool"}.get(info.dtype, info.dtype), "value": info.value})
 
 
-def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any], names: list[str]) -> Traffic:
-    func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
+def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any], names: Names) -> Traffic:
+    """The launch counted in a simulator subprocess (how a GPU process takes the dynamic count)."""
+    record = _launch_args(args, names)
+    name = _kernel_name(kernel)
     threads = prod(_dims(griddim)) * prod(_dims(blockdim))
     if threads > 20_000:
         raise ValueError(
             f"{threads} threads would take minutes in the simulator (about 5k threads/s); "
             "count a small launch instead: bytes per element do not depend on n"
         )
-    carried = function_spec(func)  # refused here, naming the global, before anything is copied
+    carried = function_spec(_py_func(kernel))  # refused here, naming the global, before anything is copied
     with tempfile.TemporaryDirectory() as tmp:
-        arrays, spec = {}, []
+        arrays: dict[str, np.ndarray] = {}
+        spec: list[dict[str, Any]] = []
         with copies_for_a_count():
             for i, a in enumerate(args):
-                _describe(i, a, names, arrays, spec)
+                _describe(i, a, record.args[i], arrays, spec)
         path = os.path.join(tmp, "arrays.npz")
         np.savez(path, **arrays)
         request = {
@@ -325,7 +343,7 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
             "grid": list(_dims(griddim)),
             "block": list(_dims(blockdim)),
             "args": spec,
-            "names": names,
+            "names": record.names,
             "arrays": path,
         }
         try:
@@ -335,8 +353,8 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
                 raise _SAME_KIND[exc.kind](_own_words(exc)) from None
             if exc.kind == CannotAttribute.__name__:  # a carried global the simulator does not have
                 raise CannotAttribute(_own_words(exc)) from None
-            raise RuntimeError(f"the simulator count of {func.__name__} failed: {exc}") from exc
-    return Traffic(func.__name__, "simulator", result["read"], result["written"])
+            raise RuntimeError(f"the simulator count of {name} failed: {exc}") from exc
+    return Traffic(name, "simulator", record.traffic(ElementCounts.from_json(result)))
 
 
 # --- side by side ----------------------------------------------------------------

@@ -29,7 +29,8 @@ from __future__ import annotations
 import inspect
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -37,6 +38,8 @@ from typing import Any
 import numpy as np
 
 from helpers.backend import is_simulator
+from helpers.counting import is_array
+from helpers.launch_hook import KernelCall, Proceed, host_copy, on_launch
 from helpers.ledger import Ledger
 from helpers.harness.peers import Unavailable
 from helpers.timing import MIN_HOLD_US, hold_kernel, us_per_hold_iteration
@@ -158,21 +161,24 @@ def check_capturable(kernel: str, args: tuple[Any, ...] | list[Any]) -> None:
     A graph cannot record that wait, and a recorded copy would read the host memory
     as it was at capture, so every array must already be on the device.
     """
-    from numba import cuda
-
     if not isinstance(args, (tuple, list)):
         raise TypeError(f"check_capturable needs the launch's arguments as a tuple or a list, got {type(args).__name__}")
-    for position, arg in enumerate(args, 1):
+    _refuse_host_copies(kernel, args, [host_copy(arg)[1] for arg in args])
+
+
+def _refuse_host_copies(kernel: str, args: Sequence[Any], hosts: Sequence[str | None]) -> None:
+    """:func:`check_capturable`, given how Numba copies each argument (:func:`helpers.launch_hook.host_copy`)."""
+    for position, (arg, host) in enumerate(zip(args, hosts), 1):
         where = f"argument {position} of {kernel}"
-        if isinstance(arg, np.ndarray):
+        if host == "array":
             raise NotCapturable(
                 f"{where} is a host NumPy array. Numba copies a host array to the GPU "
                 "before every launch and back after it, and a graph cannot record those copies. "
                 "Copy it once before capturing, e.g. `a_gpu = cuda.to_device(a)`, and launch on `a_gpu`."
             )
-        if isinstance(arg, (cuda.In, cuda.Out, cuda.InOut)):  # on a GPU, InOut is a kind of Out
+        if host is not None:
             raise NotCapturable(
-                f"{where} is a host array in a cuda.{type(arg).__name__} hint, which asks for a copy around "
+                f"{where} is a host array in a cuda.{host} hint, which asks for a copy around "
                 "the launch; a graph cannot record it. Copy the array to the device once before capturing."
             )
         if isinstance(arg, (list, tuple)) and any(isinstance(x, np.ndarray) for x in arg):
@@ -184,16 +190,16 @@ class CapturedLaunch:
     """One launch as it was recorded: the kernel, its launch shape and its arguments."""
 
     kernel: str
-    grid: Any
-    block: Any
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
     arrays: int  # how many array arguments it took
     scalars: list[Any] = field(default_factory=list)  # scalar arguments, baked into the graph
 
 
-def _describe(kernel: str, grid: Any, block: Any, args: Any) -> CapturedLaunch:
-    arrays = sum(1 for a in args if hasattr(a, "shape") and not isinstance(a, np.generic))
-    scalars = [a for a in args if isinstance(a, (int, float, complex, np.number))]
-    return CapturedLaunch(kernel, grid, block, arrays, scalars)
+def _describe(call: KernelCall) -> CapturedLaunch:
+    arrays = sum(1 for a in call.plain if is_array(a))
+    scalars = [a for a in call.plain if isinstance(a, (int, float, complex, np.number))]
+    return CapturedLaunch(call.name, call.grid, call.block, arrays, scalars)
 
 
 class SimulatedStream(int):
@@ -223,7 +229,8 @@ class _Watch:
 
     ``expected`` is that stream: its handle on a GPU, the :class:`SimulatedStream` in the simulator
     (``None``: any stream).  ``adopt`` (a stream, or ``None``) lets launches on the default stream
-    through; on a GPU they are moved onto it.
+    through; on a GPU they are moved onto it.  It subscribes to :mod:`helpers.launch_hook`, so a
+    ledger can count the same launches.
     """
 
     def __init__(self, expected: Any, *, run: bool, adopt: Any = None) -> None:
@@ -231,15 +238,23 @@ class _Watch:
         self.run = run  # False in the simulator: check and note, but do not execute
         self.adopt = adopt
         self.launches: list[CapturedLaunch] = []
-        self._restore: Callable[[], None] | None = None
+        self._subscription = ExitStack()
 
     def __enter__(self) -> _Watch:
-        self._restore = self._watch_simulator() if is_simulator() else self._watch_gpu()
+        self._subscription.enter_context(on_launch(self._seen))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._restore is not None:
-            self._restore()
+        self._subscription.close()
+
+    def _seen(self, call: KernelCall, proceed: Proceed) -> Any:
+        _refuse_host_copies(call.name, call.given, [host for _, host in call.hosts])
+        if is_simulator():
+            self._check_simulated_stream(call.name, call.stream)
+        else:
+            self._check_stream(call)
+        self.launches.append(_describe(call))
+        return proceed() if self.run else None
 
     def _check_simulated_stream(self, name: str, given: Any) -> None:
         if self.expected is None or given is self.expected:
@@ -248,55 +263,17 @@ class _Watch:
             return  # the default stream, which a capture that adopts it records too
         raise _wrong_stream(name)
 
-    def _watch_simulator(self) -> Callable[[], None]:
-        from numba.cuda.simulator import kernel as sim_kernel
-
-        fake = sim_kernel.FakeCUDAKernel
-        original_call, original_item = fake.__call__, fake.__getitem__
-
-        def configured(kernel: Any, configuration: Any) -> Any:  # the simulator forgets the stream: note it
-            has_stream = isinstance(configuration, tuple) and len(configuration) > 2
-            kernel._watched_stream = configuration[2] if has_stream else None
-            return original_item(kernel, configuration)
-
-        def watched_sim(kernel: Any, *args: Any) -> Any:
-            if kernel._device or sim_kernel._get_kernel_context() is not None:
-                return original_call(kernel, *args)
-            name = kernel.fn.__name__
-            check_capturable(name, args)
-            self._check_simulated_stream(name, getattr(kernel, "_watched_stream", None))
-            self.launches.append(_describe(name, kernel.grid_dim, kernel.block_dim, args))
-            return original_call(kernel, *args) if self.run else None
-
-        fake.__call__, fake.__getitem__ = watched_sim, configured
-
-        def restore() -> None:
-            fake.__call__, fake.__getitem__ = original_call, original_item
-
-        return restore
-
-    def _watch_gpu(self) -> Callable[[], None]:
-        from numba.cuda.dispatcher import CUDADispatcher
-
-        original = CUDADispatcher.call
-
-        def watched(dispatcher: Any, args: Any, launch_config: Any) -> Any:
-            name = dispatcher.py_func.__name__
-            check_capturable(name, args)
-            handle = int(launch_config.stream.handle)
-            if self.adopt is not None and handle == 0:
-                # A configuration of its own: Numba shares one per (grid, block, stream) among all
-                # later launches, so changing this one's stream would move those onto the capture's.
-                launch_config = dispatcher.configure(launch_config.griddim, launch_config.blockdim,
-                                                     stream=self.adopt, sharedmem=launch_config.sharedmem)
-                handle = int(self.adopt.handle)
-            if self.expected is not None and handle != self.expected:
-                raise _wrong_stream(name)
-            self.launches.append(_describe(name, launch_config.griddim, launch_config.blockdim, args))
-            return original(dispatcher, args, launch_config)
-
-        CUDADispatcher.call = watched
-        return lambda: setattr(CUDADispatcher, "call", original)
+    def _check_stream(self, call: KernelCall) -> None:
+        handle = int(call.stream.handle)
+        if self.adopt is not None and handle == 0:
+            # A configuration of its own: Numba shares one per (grid, block, stream) among all
+            # later launches, so changing this one's stream would move those onto the capture's.
+            config = call.config
+            call.config = call.kernel.configure(config.griddim, config.blockdim, stream=self.adopt,
+                                                sharedmem=config.sharedmem)
+            handle = int(self.adopt.handle)
+        if self.expected is not None and handle != self.expected:
+            raise _wrong_stream(call.name)
 
 
 # --- the graph -------------------------------------------------------------------------------
@@ -377,29 +354,22 @@ def capture(pipeline: Callable[[Any], object], *, name: str = "graph", stream: A
     stream = stream if stream is not None else default_stream()
     if warm_up:
         _direct(pipeline, stream, adopt_default_stream)
-    return _record(pipeline, stream, name, watched=True, adopt=adopt_default_stream)
+    return _record(pipeline, stream, name, adopt=adopt_default_stream)
 
 
-def _direct(pipeline: Callable[[Any], object], stream: Any, adopt: bool = False) -> list[CapturedLaunch]:
+def _direct(pipeline: Callable[[Any], object], stream: Any, adopt: bool = False) -> None:
     """Run the pipeline directly on ``stream``, every launch checked; wait for it."""
-    with _Watch(int(stream.handle), run=True, adopt=stream if adopt else None) as watch:
+    with _Watch(int(stream.handle), run=True, adopt=stream if adopt else None):
         pipeline(stream)
     stream.sync()
-    return watch.launches
 
 
-def _record(pipeline: Callable[[Any], object], stream: Any, name: str, *, watched: bool,
-            adopt: bool = False) -> CudaGraph:
-    """Capture ``pipeline(builder)`` on ``stream``; ``watched`` checks each launch as it is recorded."""
+def _record(pipeline: Callable[[Any], object], stream: Any, name: str, adopt: bool = False) -> CudaGraph:
+    """Capture ``pipeline(builder)`` on ``stream``, checking each launch as it is recorded."""
     builder = stream.create_graph_builder()
     builder.begin_building()
-    launches: list[CapturedLaunch] = []
     try:
-        if watched:
-            with _Watch(int(builder.stream.handle), run=True, adopt=builder.stream if adopt else None) as watch:
-                pipeline(builder)
-            launches = watch.launches
-        else:
+        with _Watch(int(builder.stream.handle), run=True, adopt=builder.stream if adopt else None) as watch:
             pipeline(builder)
     except BaseException:
         try:  # leave the stream usable: end the capture and drop what was recorded
@@ -408,36 +378,34 @@ def _record(pipeline: Callable[[Any], object], stream: Any, name: str, *, watche
             _close(builder)
         raise
     builder.end_building()
-    if watched and not launches:
+    if not watch.launches:
         _close(builder)
         raise ValueError(NO_LAUNCHES)
     graph = builder.complete()
     _close(builder)
-    return CudaGraph(graph, stream, launches, name)
+    return CudaGraph(graph, stream, watch.launches, name)
 
 
 def counted(pipeline: Callable[[Any], object], name: str) -> Ledger:
     """The ledger's count of the launches a graph of ``pipeline`` records.
 
-    On a GPU the launches are checked and run once directly, then the ledger
-    watches the capture itself (a replay makes the recorded launches, so the same
-    trips).  In the simulator, which has no graphs, the launches are checked the
-    same way, then made directly while the ledger watches.
+    Every launch is checked as :func:`capture` checks it.  On a GPU the launches run
+    once directly, then the ledger counts the capture itself (a replay makes the
+    recorded launches, so the same trips).  In the simulator, which has no graphs, the
+    launches are made directly while the ledger counts them.
     """
     _check_pipeline(pipeline, "counted")
     if is_simulator():
         simulated = SimulatedStream()
-        with _Watch(simulated, run=False):
-            pipeline(simulated)  # checked as capture checks it (host arrays, the stream), not run
-        with Ledger(name) as ledger:  # then run, the ledger alone watching, so it names the arrays as written
+        with Ledger(name) as ledger, _Watch(simulated, run=True) as watch:  # the check first, then the count
             pipeline(simulated)
+        if not watch.launches:
+            raise ValueError(NO_LAUNCHES)
         return ledger
     stream = default_stream()
-    launches = _direct(pipeline, stream)  # checked (and compiled) outside the capture
-    with Ledger(name) as ledger:  # the ledger alone watches the capture, so it names the arrays as written
-        graph = _record(pipeline, stream, name, watched=False)
-    graph.launches = launches
-    graph.close()
+    _direct(pipeline, stream)  # checked (and compiled) outside the capture
+    with Ledger(name) as ledger:
+        _record(pipeline, stream, name).close()
     return ledger
 
 

@@ -10,7 +10,7 @@
 
 Notebook 11 shows these kernels in its cells; ``tests/test_notebook_kernels.py``
 keeps them identical to this module.  :func:`count_ledgers` puts each version's
-launches in a ledger (counted in the simulator by :mod:`helpers.lessons.softmax.softmax`).
+launches in a ledger (counted in the simulator by :meth:`helpers.ledger.Ledger.counted_in_simulator`).
 
 The in-block reductions use warp shuffles on a GPU.  Numba's simulator has no warp
 shuffles, so there :func:`block_max`, :func:`block_sum` and :func:`block_merge` are
