@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from helpers.counting.ptx.machine import EmulatedCounts, Machine, dims3, distinct_counts, specials
+from helpers.counting.ptx.machine import ElementCounts, Machine, dims3, distinct_counts, specials
 from helpers.counting.ptx.parse import parse
 from helpers.counting.ptx.values import Exact
 from helpers.counting.record import LaunchArgs
@@ -21,13 +21,13 @@ CHUNK = 1 << 17  # threads followed at once
 
 
 def emulate_threads(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Sequence[int],
-                    kernel: str) -> EmulatedCounts:
+                    kernel: str) -> ElementCounts:
     """The count of :func:`helpers.counting.emulate.emulate`, following every thread with exact values."""
     g, b = dims3(grid), dims3(block)
     program = parse(ptx)
     threads, per_block = prod(g) * prod(b), prod(b)
     chunk = max(per_block, (CHUNK // per_block) * per_block)  # whole blocks per chunk
-    total = EmulatedCounts()
+    total = ElementCounts()
     for first in range(0, threads, chunk):
         flat = np.arange(first, min(first + chunk, threads), dtype=np.int64)
         blocks = flat // per_block

@@ -3,7 +3,7 @@
 On a GPU the dynamic engine counts a launch by running it in Numba's CUDA simulator in
 a subprocess (:func:`helpers.counting.traffic.simulate_request`).  The kernel's source
 alone is not enough there: a kernel reads module globals (``math``, ``float32``, a
-constant, a device function, ``load4`` from :mod:`helpers.lessons.roofline.roofline`).  This module
+constant, a device function, ``load4`` from :mod:`helpers.lessons.roofline.kernels`).  This module
 describes each of them as data (:func:`function_spec`) and rebuilds them in the
 subprocess (:func:`build_function`):
 

@@ -283,10 +283,15 @@ class Counts(Protocol):
 
 @dataclass
 class ElementCounts:
-    """The simulator's :class:`Counts` (the PTX engine's ``EmulatedCounts`` has the same two fields)."""
+    """Distinct elements loaded and stored per array argument (by index), summed over threads: both engines' count."""
 
     loads: dict[int, int] = field(default_factory=dict)
     stores: dict[int, int] = field(default_factory=dict)
+
+    def add(self, other: "ElementCounts", times: int = 1) -> None:
+        for mine, theirs in ((self.loads, other.loads), (self.stores, other.stores)):
+            for k, v in theirs.items():
+                mine[k] = mine.get(k, 0) + v * times
 
     def to_json(self) -> dict[str, dict[str, int]]:
         return {"loads": {str(i): n for i, n in self.loads.items()}, "stores": {str(i): n for i, n in self.stores.items()}}

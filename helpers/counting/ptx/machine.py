@@ -17,12 +17,12 @@ of an element the thread wrote before is not a load).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..record import DATA_INDEX, CannotAttribute, DataDependentBranch, LaunchArgs, LinkedCall, OutOfBounds
+from ..record import DATA_INDEX, CannotAttribute, DataDependentBranch, ElementCounts, LaunchArgs, LinkedCall, OutOfBounds
 from .parse import Instruction, Program, access_bytes, parse
 from .values import DATA, Affine, Ranged, Split, Unknown, Unsupported, blend, unknown_result
 
@@ -47,19 +47,6 @@ class Access:
     store: bool
     load: bool
     step: int
-
-
-@dataclass
-class EmulatedCounts:
-    """Distinct elements read and written per array argument (by index), summed over threads."""
-
-    loads: dict[int, int] = field(default_factory=dict)
-    stores: dict[int, int] = field(default_factory=dict)
-
-    def add(self, other: "EmulatedCounts", times: int = 1) -> None:
-        for mine, theirs in ((self.loads, other.loads), (self.stores, other.stores)):
-            for k, v in theirs.items():
-                mine[k] = mine.get(k, 0) + v * times
 
 
 def launch_params(launch: LaunchArgs) -> list[Any]:
@@ -250,9 +237,9 @@ class Machine:
         return k
 
 
-def distinct_counts(accesses: list[Access], n_args: int) -> EmulatedCounts:
+def distinct_counts(accesses: list[Access], n_args: int) -> ElementCounts:
     """Per argument: distinct (lane, element) loads not preceded by a store of the same element, and stores."""
-    result = EmulatedCounts()
+    result = ElementCounts()
     for k in range(n_args):
         mine = [a for a in accesses if a.arg == k]
         if not mine:
@@ -279,7 +266,7 @@ def dims3(dims: Sequence[int]) -> tuple[int, int, int]:
 
 
 def follow_range(program: Program, launch: LaunchArgs, kernel: str, grid: tuple[int, int, int],
-                 block: tuple[int, int, int], b0: int, b1: int) -> EmulatedCounts:
+                 block: tuple[int, int, int], b0: int, b1: int) -> ElementCounts:
     """The count of the blocks ``b0..b1`` (one row of the grid), followed as one; :class:`Split` if they differ."""
     n, gx = block[0] * block[1] * block[2], grid[0]
     domain = Ranged(n, b0, b1)
@@ -293,18 +280,18 @@ def follow_range(program: Program, launch: LaunchArgs, kernel: str, grid: tuple[
         slopes.setdefault(a.arg, set()).update(np.unique(a.slope).tolist())
     if b1 > b0 and any(len(v) > 1 for v in slopes.values()):
         raise Split  # elements of one array move differently with the block: they may meet
-    counts = EmulatedCounts()
+    counts = ElementCounts()
     counts.add(distinct_counts(accesses, len(launch.args)), b1 - b0 + 1)
     return counts
 
 
 def emulate_ranges(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Sequence[int], kernel: str,
-                   max_ranges: int = 200_000) -> EmulatedCounts:
+                   max_ranges: int = 200_000) -> ElementCounts:
     """:func:`emulate`'s count, found block range by block range (fast when blocks behave alike)."""
     g, b = dims3(grid), dims3(block)
     program = parse(ptx)
     todo = [(r * g[0], r * g[0] + g[0] - 1) for r in reversed(range(g[1] * g[2]))]
-    total = EmulatedCounts()
+    total = ElementCounts()
     followed = 0
     while todo:
         b0, b1 = todo.pop()
@@ -321,6 +308,6 @@ def emulate_ranges(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Seq
     return total
 
 
-def emulate(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Sequence[int], kernel: str) -> EmulatedCounts:
+def emulate(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Sequence[int], kernel: str) -> ElementCounts:
     """Distinct elements each thread of the launch reads and writes, per array argument, summed over threads."""
     return emulate_ranges(ptx, launch, grid, block, kernel)
