@@ -42,7 +42,7 @@ from helpers.lessons.softmax import kernels as softmax
 from helpers.backend import COMPILER, COMPILER_ENV, MLIR, NUMBA_CUDA
 from helpers.checks import poisoned, random_inputs
 from helpers.lessons.fuser.fuser import fuse
-from helpers.results import Record, save
+from helpers.results import Record, load, save
 from helpers.sizes import BLOCK_SIZE, blocks_for
 from helpers.timing import time_gpu
 from helpers.lessons.roofline import kernels
@@ -228,19 +228,24 @@ def run_notebook(path: Path) -> list[CellCheck]:
     return checks
 
 
-def one(notebooks: list[str], report: Callable[[CompilerRun], None]) -> CompilerRun:
-    """This process's compiler: its kernels, its timings, its notebooks (reported after each)."""
+PARTS = ("kernels", "timings", "notebooks")
+
+
+def one(notebooks: list[str], report: Callable[[CompilerRun], None], parts: tuple[str, ...] = PARTS) -> CompilerRun:
+    """This process's compiler: the ``parts`` asked for, of its kernels, timings and notebooks (reported after each)."""
     name = MLIR if COMPILER[0] else NUMBA_CUDA
     version = COMPILER[0].split()[-1] if COMPILER[0] else _numba_cuda_version()
     run = CompilerRun(name, version)
     if is_simulator():
         run.error = "needs a GPU"
         return run
-    run.kernels = check_kernels()
-    report(run)
-    run.timings_ms = time_pipelines()
-    report(run)
-    for number in notebooks:
+    if "kernels" in parts:
+        run.kernels = check_kernels()
+        report(run)
+    if "timings" in parts:
+        run.timings_ms = time_pipelines()
+        report(run)
+    for number in notebooks if "notebooks" in parts else ():
         for path in sorted((ROOT / "notebooks").glob(f"{number}_*.ipynb")):
             run.cells += run_notebook(path)
             report(run)
@@ -256,10 +261,10 @@ def _numba_cuda_version() -> str:
 # --- the two processes, merged ----------------------------------------------------------------
 
 
-def in_subprocess(compiler: str, notebooks: list[str], timeout: float) -> CompilerRun:
+def in_subprocess(compiler: str, notebooks: list[str], timeout: float, parts: tuple[str, ...] = PARTS) -> CompilerRun:
     """One compiler's run in a process of its own (what it reported last, if it ran out of time)."""
     env = dict(os.environ, **{COMPILER_ENV: "mlir" if compiler == MLIR else ""})
-    command = [sys.executable, str(Path(__file__).resolve()), "--one", *notebooks]
+    command = [sys.executable, str(Path(__file__).resolve()), "--one", "--parts", ",".join(parts), *notebooks]
     try:
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
         stdout, error = done.stdout, (f"exit {done.returncode}: " + " ".join(done.stderr.split()[-60:])
@@ -273,6 +278,17 @@ def in_subprocess(compiler: str, notebooks: list[str], timeout: float) -> Compil
     data = json.loads(lines[-1])
     return CompilerRun(compiler, data["version"], [KernelCheck(**k) for k in data["kernels"]], data["timings_ms"],
                        [CellCheck(**c) for c in data["cells"]], data["error"] or error)
+
+
+def with_timings(timed: list[CompilerRun], folder: str | None) -> Compilers:
+    """The record in ``folder`` with each compiler's timings replaced by the ones just measured."""
+    record = load(Compilers, folder)
+    by_name = {run.compiler: run for run in timed}
+    for run in record.runs:
+        if run.compiler in by_name:
+            run.timings_ms = by_name[run.compiler].timings_ms
+            run.error = run.error or by_name[run.compiler].error
+    return record
 
 
 def table(record: Compilers) -> str:
@@ -300,8 +316,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="folder for compilers.json (default: results/<device>/)")
     parser.add_argument("--one", action="store_true", help="run this process's compiler only and print JSON")
     parser.add_argument("--timeout", type=float, default=280, help="seconds each compiler's process may take")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help="what to run, of kernels,timings,notebooks (timings alone are added to the record in --out: "
+                             "time them when nothing else uses the GPU)")
     parser.add_argument("notebooks", nargs="*", default=["01", "02", "03"], help="lesson numbers to run as cells")
     args = parser.parse_args(argv)
+    parts = tuple(p for p in args.parts.split(",") if p)
+    if not parts or set(parts) - set(PARTS):
+        parser.error(f"--parts takes some of {','.join(PARTS)}, got {args.parts!r}")
     if args.one:
         import dataclasses
 
@@ -311,10 +333,11 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(dataclasses.asdict(run)), file=stdout, flush=True)
 
         with contextlib.redirect_stdout(sys.stderr):  # the lessons' own printing stays out of the JSON
-            report(one(args.notebooks, report))
+            report(one(args.notebooks, report, parts))
         return 0
     started = time.time()
-    record = Compilers(runs=[in_subprocess(c, args.notebooks, args.timeout) for c in (NUMBA_CUDA, MLIR)])
+    runs = [in_subprocess(c, args.notebooks, args.timeout, parts) for c in (NUMBA_CUDA, MLIR)]
+    record = Compilers(runs=runs) if parts != ("timings",) else with_timings(runs, args.out)
     path = save(record, args.out)
     print(table(record))
     print(f"wrote {path} in {time.time() - started:.0f} s")
