@@ -1,8 +1,8 @@
 """The chapter's pipeline, ``out = (a + b) * c / s``, as the notebooks write it.
 
 Notebooks 01 and 03 show these kernels in their own cells so that a learner reads
-(and can edit) them there; ``tests/test_notebook_kernels.py`` keeps those cells and
-this module identical.  Later notebooks, the benchmarks and the tests import them
+(and can edit) them there: those cells are their source, copied here between the export
+markers by ``scripts/export_kernels.py``.  Later notebooks, the benchmarks and the tests import them
 from here: :func:`run_three_kernels` and :func:`run_fused` check their arguments, then
 launch through :func:`launch_three` and :func:`launch_fused`, the one way the series
 launches them.
@@ -19,6 +19,8 @@ from .sizes import BLOCK_SIZE, blocks_for
 from .validate import check_elementwise, require_scalar
 
 
+# >>> exported from notebooks/01_three_kernels.ipynb (the cell defining add_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def add_kernel(x, y, out):
     i = cuda.grid(1)
@@ -38,13 +40,17 @@ def scale_kernel(x, s, out):
     i = cuda.grid(1)
     if i < out.size:
         out[i] = x[i] / s
+# <<< end of the export from notebooks/01_three_kernels.ipynb
 
 
+# >>> exported from notebooks/03_one_fused_kernel.ipynb (the cell defining fused_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def fused_kernel(a, b, c, s, out):
     i = cuda.grid(1)
     if i < out.size:
         out[i] = (a[i] + b[i]) * c[i] / s  # t1 and t2 live in registers only
+# <<< end of the export from notebooks/03_one_fused_kernel.ipynb
 
 
 def reference(a: np.ndarray, b: np.ndarray, c: np.ndarray, s: float) -> np.ndarray:

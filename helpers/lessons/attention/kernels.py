@@ -11,8 +11,8 @@ independent.
   memory (:func:`make_tile_stager`); an online softmax runs over the keys, so no L x L
   array ever exists.
 
-Notebook 11 shows these kernels in its cells; ``tests/test_notebook_kernels.py``
-keeps them identical to this module.  Plain FP32 arithmetic throughout: no tensor cores.
+Notebook 11's cells are the kernels' source, copied here between the export markers
+by ``scripts/export_kernels.py``.  Plain FP32 arithmetic throughout: no tensor cores.
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ def _require_qkv(q: Any, k: Any, v: Any, out: Any) -> tuple[int, int, int]:
 # --- unfused: S and P go through memory --------------------------------------------
 
 
+# >>> exported from notebooks/11_fusing_through_a_reduction.ipynb (the cell defining scores_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def scores_kernel(q, k, s, scale, causal):
     bh = cuda.blockIdx.z
@@ -110,6 +112,7 @@ def weighted_sum_kernel(p, v, out):
         cuda.syncthreads()
     if i < length and c < d:
         out[bh, i, c] = acc
+# <<< end of the export from notebooks/11_fusing_through_a_reduction.ipynb
 
 
 def unfused_buffers(heads: int, length: int) -> tuple[Any, Any]:
@@ -146,6 +149,8 @@ def run_unfused(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, causal: bool =
 # --- fused: FlashAttention-style ---------------------------------------------------
 
 
+# >>> exported from notebooks/11_fusing_through_a_reduction.ipynb (the cell defining make_tile_stager);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 def make_tile_stager(head_dim, block_q, block_k, batch):
     """A device function that stages tiles of ``block_k`` rows of K and V in shared memory, coalesced."""
     D, BQ, BK, BATCH = head_dim, block_q, block_k, batch  # compile-time constants
@@ -225,6 +230,7 @@ def make_flash_attention_kernel(head_dim, block_q, block_k, causal, batch=4, key
                 out[bh, i, c] = acc[c] / total
 
     return flash_attention_kernel
+# <<< end of the export from notebooks/11_fusing_through_a_reduction.ipynb
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,9 @@ pointer chase, dependent-operation chains, a copy, and 16-byte versions of the t
 * :data:`CHAINS`: one thread applying a float32 add, multiply or divide to its own result;
 * :func:`kernel_launchers`: every kernel the model predicts (:data:`~helpers.lessons.inflight.model.SHAPES`),
   with its arguments, a launch and the answer it must give.
+
+Notebook 10's cells are the source of the kernels it shows, copied here between the
+export markers by ``scripts/export_kernels.py``.
 """
 
 from __future__ import annotations
@@ -99,12 +102,15 @@ def run_probe(reads: int, width: int, unroll: int, grid: int, x: Any, y: Any, z:
     probe_kernel(reads, width, unroll)[grid, block](x, y, z, out, out.size // per)
 
 
+# >>> exported from notebooks/10_bytes_in_flight.ipynb (the cell defining chase_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def chase_kernel(next_index, start, steps, out):
     j = start
     for _ in range(steps):
         j = next_index[j]  # each load needs the one before it: nothing overlaps
     out[0] = j
+# <<< end of the export from notebooks/10_bytes_in_flight.ipynb
 
 
 def chase_order(lines: int, lines_per_page: int, order: str, rng: np.random.Generator) -> np.ndarray:
@@ -140,6 +146,8 @@ def chase_reference(buffer: np.ndarray, start: int, steps: int) -> int:
     return j
 
 
+# >>> exported from notebooks/10_bytes_in_flight.ipynb (the cell defining add_chain);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def add_chain(x, s, steps, out):
     y = x[0]
@@ -183,6 +191,7 @@ def div_chain(x, s, steps, out):
         y = y / s
         y = y / s
     out[0] = y
+# <<< end of the export from notebooks/10_bytes_in_flight.ipynb
 
 
 CHAINS: dict[str, tuple[Any, float]] = {"add": (add_chain, 1e-3), "mul": (mul_chain, 1.0001), "div": (div_chain, 1.0001)}
@@ -199,6 +208,8 @@ def chain_reference(op: str, start: float, s: float, steps: int) -> np.float32:
     return y
 
 
+# >>> exported from notebooks/10_bytes_in_flight.ipynb (the cell defining copy_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def copy_kernel(x, out):
     i = cuda.grid(1)
@@ -211,12 +222,15 @@ def scale_by_reciprocal_kernel(x, r, out):
     i = cuda.grid(1)
     if i < out.size:
         out[i] = x[i] * r  # scale_kernel's traffic, with a multiply where it divides
+# <<< end of the export from notebooks/10_bytes_in_flight.ipynb
 
 
 def _vector_tail(n: int) -> int:
     return blocks_for(max(n // 4, 3))
 
 
+# >>> exported from notebooks/10_bytes_in_flight.ipynb (the cell defining add_vec4_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def add_vec4_kernel(x, y, out):
     j = cuda.grid(1)
@@ -250,6 +264,7 @@ def scale_vec4_kernel(x, s, out):
     i = 4 * (out.size // 4) + j
     if i < out.size:
         out[i] = x[i] / s
+# <<< end of the export from notebooks/10_bytes_in_flight.ipynb
 
 
 def run_three_vec4(a: Any, b: Any, c: Any, s: float, t1: Any, t2: Any, out: Any) -> None:

@@ -27,6 +27,9 @@ kernel's *logic* (bounds, tail, results), while
 :func:`helpers.lessons.roofline.evidence.ptx_evidence` compiles the real kernels to PTX --
 in a subprocess on the real compiler -- for the *instructions*.  The linked CUDA C
 variant runs on a GPU only.
+
+Notebook 07's cells are the source of the kernels it shows (and of ``_make_load4``),
+copied here between the export markers by ``scripts/export_kernels.py``.
 """
 
 from __future__ import annotations
@@ -103,6 +106,8 @@ else:
         index = context.cast(builder, j, j_type, types.intp)
         return builder.gep(builder.bitcast(data, vector.as_pointer()), [index])
 
+    # >>> exported from notebooks/07_the_last_ten_percent.ipynb (the cell defining _make_load4);
+    # >>> edit the notebook, then run python scripts/export_kernels.py
     def _make_load4(hint: str | None) -> Any:
         @intrinsic
         def load(typingctx: Any, array: Any, j: Any) -> Any:
@@ -126,6 +131,7 @@ else:
             return result(array, j), codegen
 
         return load
+    # <<< end of the export from notebooks/07_the_last_ten_percent.ipynb
 
     def _make_store4(hint: str | None) -> Any:
         @intrinsic
@@ -176,14 +182,19 @@ else:
 # --- the kernels ------------------------------------------------------------------------
 
 
+# >>> exported from notebooks/07_the_last_ten_percent.ipynb (the cell defining grid_stride_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def grid_stride_kernel(a, b, c, s, out):
     start = cuda.grid(1)
     stride = cuda.gridsize(1)  # every thread of the grid, however many blocks it has
     for i in range(start, out.size, stride):
         out[i] = (a[i] + b[i]) * c[i] / s
+# <<< end of the export from notebooks/07_the_last_ten_percent.ipynb
 
 
+# >>> exported from notebooks/07_the_last_ten_percent.ipynb (the cell defining ilp4_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def ilp4_kernel(a, b, c, s, out):
     # Each trip handles four elements one grid apart, so a warp still reads
@@ -204,8 +215,11 @@ def ilp4_kernel(a, b, c, s, out):
     while i < n:  # the tail: fewer than four grids' worth of elements remain
         out[i] = (a[i] + b[i]) * c[i] / s
         i += stride
+# <<< end of the export from notebooks/07_the_last_ten_percent.ipynb
 
 
+# >>> exported from notebooks/07_the_last_ten_percent.ipynb (the cell defining streaming_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def streaming_kernel(a, b, c, s, out):
     start = cuda.grid(1)
@@ -213,8 +227,11 @@ def streaming_kernel(a, b, c, s, out):
     for i in range(start, out.size, stride):
         # .cs ("cache streaming"): these lines are used once, evict them first
         store_cs(out, i, (load_cs(a, i) + load_cs(b, i)) * load_cs(c, i) / s)
+# <<< end of the export from notebooks/07_the_last_ten_percent.ipynb
 
 
+# >>> exported from notebooks/07_the_last_ten_percent.ipynb (the cell defining vec4_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def vec4_kernel(a, b, c, s, out):
     start = cuda.grid(1)
@@ -228,6 +245,7 @@ def vec4_kernel(a, b, c, s, out):
     i = 4 * groups + start  # the last n % 4 elements, one scalar each
     if i < out.size:
         out[i] = (a[i] + b[i]) * c[i] / s
+# <<< end of the export from notebooks/07_the_last_ten_percent.ipynb
 
 
 @cuda.jit
@@ -245,6 +263,8 @@ def vec4_streaming_kernel(a, b, c, s, out):
         out[i] = (a[i] + b[i]) * c[i] / s
 
 
+# >>> exported from notebooks/07_the_last_ten_percent.ipynb (the cell defining linked_cuda_c_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def linked_cuda_c_kernel(a, b, c, s, out):
     start = cuda.grid(1)
@@ -256,6 +276,7 @@ def linked_cuda_c_kernel(a, b, c, s, out):
     i = 4 * groups + start
     if i < out.size:
         out[i] = (a[i] + b[i]) * c[i] / s
+# <<< end of the export from notebooks/07_the_last_ten_percent.ipynb
 
 
 @cuda.jit

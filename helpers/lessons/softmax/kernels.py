@@ -8,8 +8,8 @@
 * **Online** (:data:`online_softmax_kernel`): one pass keeps a running max and a
   running sum, rescaling the sum whenever the max grows; any row length.
 
-Notebook 11 shows these kernels in its cells; ``tests/test_notebook_kernels.py``
-keeps them identical to this module.  :func:`count_ledgers` puts each version's
+Notebook 11's cells are the kernels' source, copied here between the export markers
+by ``scripts/export_kernels.py``.  :func:`count_ledgers` puts each version's
 launches in a ledger (counted in the simulator by :meth:`helpers.ledger.Ledger.counted_in_simulator`).
 
 The in-block reductions use warp shuffles on a GPU.  Numba's simulator has no warp
@@ -173,6 +173,8 @@ else:  # the simulator: no shuffles, so exchange through a block-wide shared arr
 # --- 1. unfused: one kernel per step ---------------------------------------------
 
 
+# >>> exported from notebooks/11_fusing_through_a_reduction.ipynb (the cell defining row_max_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def row_max_kernel(x, row_max):
     row = cuda.blockIdx.x  # one block per row; its threads stride along the row
@@ -217,11 +219,14 @@ def divide_kernel(e, row_sum, out):
     cuda.syncthreads()
     for j in range(cuda.threadIdx.x, e.shape[1], cuda.blockDim.x):
         out[row, j] = e[row, j] / shared_sum[0]
+# <<< end of the export from notebooks/11_fusing_through_a_reduction.ipynb
 
 
 # --- 2. one kernel, the row kept on chip ------------------------------------------
 
 
+# >>> exported from notebooks/11_fusing_through_a_reduction.ipynb (the cell defining make_softmax_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 def make_softmax_kernel(n_cols, threads):
     """A softmax kernel for rows of exactly ``n_cols``, one block of ``threads`` per row."""
     per_thread = (n_cols + threads - 1) // threads  # compile-time constants for this kernel
@@ -249,8 +254,11 @@ def make_softmax_kernel(n_cols, threads):
                 out[row, j] = values[k] * inverse
 
     return softmax_rows_kernel
+# <<< end of the export from notebooks/11_fusing_through_a_reduction.ipynb
 
 
+# >>> exported from notebooks/11_fusing_through_a_reduction.ipynb (the cell defining make_pipelined_softmax_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 def make_pipelined_softmax_kernel(n_cols, threads):
     """Like :func:`make_softmax_kernel`, but each block walks over several rows (row, row + grid, ...)
     and starts loading the next row before it reduces the current one."""
@@ -289,11 +297,14 @@ def make_pipelined_softmax_kernel(n_cols, threads):
             row = next_row
 
     return pipelined_softmax_kernel
+# <<< end of the export from notebooks/11_fusing_through_a_reduction.ipynb
 
 
 # --- 3. online softmax: running max and running sum in one pass --------------------
 
 
+# >>> exported from notebooks/11_fusing_through_a_reduction.ipynb (the cell defining online_softmax_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def online_softmax_kernel(x, out):
     row = cuda.blockIdx.x
@@ -312,6 +323,7 @@ def online_softmax_kernel(x, out):
     inverse = float32(1) / s
     for j in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
         out[row, j] = math.exp(x[row, j] - m) * inverse
+# <<< end of the export from notebooks/11_fusing_through_a_reduction.ipynb
 
 
 # --- launching ------------------------------------------------------------------
