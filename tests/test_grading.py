@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from importlib import util
 from pathlib import Path
 
@@ -18,16 +19,14 @@ from helpers.counting import OutOfBounds
 from helpers.ledger import Launch, Ledger, counting_engine
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
-
-@cuda.jit
-def _saxpy_relu_kernel(a, x, y, out):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = max(a * x[i] + y[i], 0.0)
+WRONG = Path(__file__).resolve().parent.parent / "notebooks" / "exercises" / "wrong"
+sys.path.insert(0, str(WRONG))  # the known-wrong solutions and the right pieces they share (_parts)
+from _parts.ex1 import saxpy_relu_kernel  # noqa: E402  (exercise 1's right kernel)
+from ex2_unfused import affine  # noqa: E402  (out = t * gamma + beta: a known-wrong solution's second kernel)
 
 
 def saxpy_relu(a, x, y, out):
-    _saxpy_relu_kernel[blocks_for(out.size), BLOCK_SIZE](a, x, y, out)
+    saxpy_relu_kernel[blocks_for(out.size), BLOCK_SIZE](a, x, y, out)
 
 
 @cuda.jit
@@ -86,7 +85,7 @@ def test_a_computed_nan_is_not_mistaken_for_an_unwritten_element():
 
 def test_passing_the_kernel_or_a_non_function_is_a_clear_error():
     with pytest.raises(TypeError, match="not the kernel itself"):
-        grading.grade(grading.EXERCISE_1, _saxpy_relu_kernel)
+        grading.grade(grading.EXERCISE_1, saxpy_relu_kernel)
     with pytest.raises(TypeError, match="pass your function itself"):
         grading.grade(grading.EXERCISE_1, "saxpy_relu")
 
@@ -157,7 +156,7 @@ def test_array_traffic_leaves_out_one_number_results():
 
 def _no_guard():
     """The known-wrong solution of exercise 1 without a bounds guard."""
-    path = Path(__file__).resolve().parent.parent / "notebooks" / "exercises" / "wrong" / "ex1_no_guard.py"
+    path = WRONG / "ex1_no_guard.py"
     spec = util.spec_from_file_location("ex1_no_guard", path)
     module = util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -193,19 +192,12 @@ def _scale(t, inv_std, u):
         u[i] = t[i] * inv_std
 
 
-@cuda.jit
-def _affine(u, gamma, beta, out):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = u[i] * gamma[i] + beta[i]
-
-
 def three_kernel_normalize(x, mean, inv_std, gamma, beta, out):
     t, u = cuda.device_array_like(x), cuda.device_array_like(x)
     blocks = blocks_for(out.size)
     _sub[blocks, BLOCK_SIZE](x, mean, t)
     _scale[blocks, BLOCK_SIZE](t, inv_std, u)
-    _affine[blocks, BLOCK_SIZE](u, gamma, beta, out)
+    affine[blocks, BLOCK_SIZE](u, gamma, beta, out)
 
 
 def test_prediction_2_is_compared_with_the_measured_ledger(capsys):
@@ -520,12 +512,12 @@ def test_a_wrong_signature_is_told_the_expected_one():
 def test_a_function_that_returns_its_result_or_makes_a_new_out_is_told_so():
     def returns(a, x, y, out):
         result = cuda.device_array_like(out)
-        _saxpy_relu_kernel[blocks_for(out.size), BLOCK_SIZE](a, x, y, result)
+        saxpy_relu_kernel[blocks_for(out.size), BLOCK_SIZE](a, x, y, result)
         return result
 
     def rebinds(a, x, y, out):
         out = cuda.device_array_like(x)
-        _saxpy_relu_kernel[blocks_for(out.size), BLOCK_SIZE](a, x, y, out)
+        saxpy_relu_kernel[blocks_for(out.size), BLOCK_SIZE](a, x, y, out)
 
     with pytest.raises(CheckFailed, match=r"`saxpy_relu` returned a value \(\w+\) and `out` was never written") as failure:
         grading.grade(grading.EXERCISE_1, returns)
@@ -607,9 +599,9 @@ def test_a_grid_larger_than_every_size_is_also_tried_one_size_past_it():
     """A grid that stays the same at every size is tried at one more size, past its threads."""
 
     def wide_fixed_grid(a, x, y, out):
-        _saxpy_relu_kernel[20, BLOCK_SIZE](a, x, y, out)
+        saxpy_relu_kernel[20, BLOCK_SIZE](a, x, y, out)
 
-    with pytest.raises(CheckFailed, match=r"`_saxpy_relu_kernel` was launched with 5120 threads \(20 blocks of 256\) "
+    with pytest.raises(CheckFailed, match=r"`saxpy_relu_kernel` was launched with 5120 threads \(20 blocks of 256\) "
                                           r"at every size, so at n = (\d+) its grid does not cover n") as failure:
         grading.grade(grading.EXERCISE_1, wide_fixed_grid)
     # The simulator's sizes stop below 5120, so it tries 5123; a GPU's own sizes already go past it.

@@ -1,15 +1,9 @@
 """Exercise 1 that refuses, as a library would, the dtypes it was not written for."""
 import numpy as np
-from numba import cuda
 
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
-
-@cuda.jit
-def saxpy_relu_kernel(a, x, y, out):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = max(a * x[i] + y[i], 0.0)
+from _parts.ex1 import saxpy_relu_kernel  # the right kernel; the unusual part is the check before its launch
 
 
 def saxpy_relu(a, x, y, out):

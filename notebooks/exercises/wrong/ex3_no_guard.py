@@ -3,16 +3,15 @@ from numba import cuda
 
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
+from _parts.ex3 import sgd_momentum_element  # the right update; the mistake is the missing guard below
+
 EXPECTED = r"past the end.*bounds guard"
 
 
 @cuda.jit
 def sgd_momentum_kernel(param, grad, velocity, lr, momentum, weight_decay):
     i = cuda.grid(1)
-    p = param[i]
-    v = momentum * velocity[i] + grad[i] + weight_decay * p
-    velocity[i] = v
-    param[i] = p - lr * v
+    sgd_momentum_element(i, param, grad, velocity, lr, momentum, weight_decay)
 
 
 def sgd_momentum_step(param, grad, velocity, lr, momentum, weight_decay):

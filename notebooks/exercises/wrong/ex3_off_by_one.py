@@ -3,6 +3,8 @@ from numba import cuda
 
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
+from _parts.ex3 import sgd_momentum_element  # the right update; the mistake is the guard below
+
 EXPECTED = r"element 0 of `param` was never updated"
 
 
@@ -10,10 +12,7 @@ EXPECTED = r"element 0 of `param` was never updated"
 def sgd_momentum_kernel(param, grad, velocity, lr, momentum, weight_decay):
     i = cuda.grid(1)
     if 0 < i < param.size:
-        p = param[i]
-        v = momentum * velocity[i] + grad[i] + weight_decay * p
-        velocity[i] = v
-        param[i] = p - lr * v
+        sgd_momentum_element(i, param, grad, velocity, lr, momentum, weight_decay)
 
 
 def sgd_momentum_step(param, grad, velocity, lr, momentum, weight_decay):

@@ -3,7 +3,7 @@ from numba import cuda, float32
 
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
-from _parts import divide_kernel, pooled_max  # the right pieces; the mistake is below
+from _parts.ex4 import divide_kernel, store_block_max  # the right pieces; the mistake is below
 
 EXPECTED = r"divided by (about .* less than the largest \|x\||zero)"
 
@@ -13,9 +13,7 @@ def max_abs_kernel(x, m):
     best = float32(0.0)
     for j in range(cuda.grid(1), x.size - 1, cuda.gridsize(1)):
         best = max(best, abs(x[j]))
-    best = pooled_max(best)
-    if cuda.threadIdx.x == 0:
-        m[0] = best
+    store_block_max(best, m)
 
 
 def normalize_by_max(x, out):

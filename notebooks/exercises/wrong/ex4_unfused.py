@@ -3,7 +3,7 @@ from numba import cuda, float32
 
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
-from _parts import divide_kernel, pooled_max  # the right pieces; the mistake is below
+from _parts.ex4 import divide_kernel, store_block_max  # the right pieces; the mistake is below
 
 EXPECTED = r"you made 5 trips to memory in 3 launches .*needs 3"
 
@@ -20,9 +20,7 @@ def max_kernel(t, m):
     best = float32(0.0)
     for j in range(cuda.grid(1), t.size, cuda.gridsize(1)):
         best = max(best, t[j])
-    best = pooled_max(best)
-    if cuda.threadIdx.x == 0:
-        m[0] = best
+    store_block_max(best, m)
 
 
 def normalize_by_max(x, out):

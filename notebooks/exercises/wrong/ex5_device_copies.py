@@ -2,27 +2,13 @@
 
 Six hidden copies of n elements: 76 bytes per element, not 28.
 """
-import math
-
 from numba import cuda
 
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
+from _parts.ex5 import adamw_kernel  # the right kernel; the mistake is the copies around it
+
 EXPECTED = r"copy (from|to) another device array"
-
-
-@cuda.jit
-def adamw_kernel(param, grad, m, v, lr, beta1, beta2, eps, weight_decay, correction1, correction2):
-    i = cuda.grid(1)
-    if i < param.size:
-        g = grad[i]
-        p = param[i]
-        p = p - lr * weight_decay * p
-        m_new = beta1 * m[i] + (1 - beta1) * g
-        v_new = beta2 * v[i] + (1 - beta2) * g * g
-        m[i] = m_new
-        v[i] = v_new
-        param[i] = p - lr * (m_new / correction1) / (math.sqrt(v_new / correction2) + eps)
 
 
 def adamw_step(param, grad, m, v, lr, beta1, beta2, eps, weight_decay, step):

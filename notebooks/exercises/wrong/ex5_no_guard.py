@@ -1,9 +1,7 @@
 """Exercise 5: no bounds guard."""
-import math
-
 from numba import cuda
 
-from helpers.sizes import BLOCK_SIZE, blocks_for
+from _parts.ex5 import adamw_element, launch  # the right pieces; the mistake is the missing guard below
 
 EXPECTED = r"past the end.*bounds guard"
 
@@ -11,18 +9,8 @@ EXPECTED = r"past the end.*bounds guard"
 @cuda.jit
 def adamw_kernel(param, grad, m, v, lr, beta1, beta2, eps, weight_decay, correction1, correction2):
     i = cuda.grid(1)
-    g = grad[i]
-    p = param[i] - lr * weight_decay * param[i]
-    m_new = beta1 * m[i] + (1 - beta1) * g
-    v_new = beta2 * v[i] + (1 - beta2) * g * g
-    m[i] = m_new
-    v[i] = v_new
-    param[i] = p - lr * (m_new / correction1) / (math.sqrt(v_new / correction2) + eps)
+    adamw_element(i, param, grad, m, v, lr, beta1, beta2, eps, weight_decay, correction1, correction2)
 
 
 def adamw_step(param, grad, m, v, lr, beta1, beta2, eps, weight_decay, step):
-    correction1 = 1 - beta1**step
-    correction2 = 1 - beta2**step
-    adamw_kernel[blocks_for(param.size), BLOCK_SIZE](
-        param, grad, m, v, lr, beta1, beta2, eps, weight_decay, correction1, correction2
-    )
+    launch(adamw_kernel, param, grad, m, v, lr, beta1, beta2, eps, weight_decay, step)

@@ -1,9 +1,7 @@
 """Exercise 5: the gradient of element 0 used everywhere: right only when every gradient is the same."""
-import math
-
 from numba import cuda
 
-from helpers.sizes import BLOCK_SIZE, blocks_for
+from _parts.ex5 import adam_update, decayed, launch, new_moments  # the right pieces; the mistake is below
 
 EXPECTED = r"element \d+ of `\w+` is .*expected"
 
@@ -12,19 +10,9 @@ EXPECTED = r"element \d+ of `\w+` is .*expected"
 def adamw_kernel(param, grad, m, v, lr, beta1, beta2, eps, weight_decay, correction1, correction2):
     i = cuda.grid(1)
     if i < param.size:
-        g = grad[0]
-        p = param[i]
-        p = p - lr * weight_decay * p
-        m_new = beta1 * m[i] + (1 - beta1) * g
-        v_new = beta2 * v[i] + (1 - beta2) * g * g
-        m[i] = m_new
-        v[i] = v_new
-        param[i] = p - lr * (m_new / correction1) / (math.sqrt(v_new / correction2) + eps)
+        m_new, v_new = new_moments(i, grad[0], m, v, beta1, beta2)
+        param[i] = adam_update(decayed(param[i], lr, weight_decay), m_new, v_new, lr, eps, correction1, correction2)
 
 
 def adamw_step(param, grad, m, v, lr, beta1, beta2, eps, weight_decay, step):
-    correction1 = 1 - beta1**step
-    correction2 = 1 - beta2**step
-    adamw_kernel[blocks_for(param.size), BLOCK_SIZE](
-        param, grad, m, v, lr, beta1, beta2, eps, weight_decay, correction1, correction2
-    )
+    launch(adamw_kernel, param, grad, m, v, lr, beta1, beta2, eps, weight_decay, step)

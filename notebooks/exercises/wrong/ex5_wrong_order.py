@@ -1,9 +1,7 @@
 """Exercise 5: the parameter is updated with the moments from before this step."""
-import math
-
 from numba import cuda
 
-from helpers.sizes import BLOCK_SIZE, blocks_for
+from _parts.ex5 import adam_update, decayed, launch, new_moments  # the right pieces; the mistake is below
 
 EXPECTED = r"updated with m and v from before this step"
 
@@ -12,19 +10,10 @@ EXPECTED = r"updated with m and v from before this step"
 def adamw_kernel(param, grad, m, v, lr, beta1, beta2, eps, weight_decay, correction1, correction2):
     i = cuda.grid(1)
     if i < param.size:
-        g = grad[i]
-        p = param[i]
-        p = p - lr * weight_decay * p
-        m_new = beta1 * m[i] + (1 - beta1) * g
-        v_new = beta2 * v[i] + (1 - beta2) * g * g
         old_m, old_v = m[i], v[i]
-        m[i], v[i] = m_new, v_new
-        param[i] = p - lr * (old_m / correction1) / (math.sqrt(old_v / correction2) + eps)
+        new_moments(i, grad[i], m, v, beta1, beta2)
+        param[i] = adam_update(decayed(param[i], lr, weight_decay), old_m, old_v, lr, eps, correction1, correction2)
 
 
 def adamw_step(param, grad, m, v, lr, beta1, beta2, eps, weight_decay, step):
-    correction1 = 1 - beta1**step
-    correction2 = 1 - beta2**step
-    adamw_kernel[blocks_for(param.size), BLOCK_SIZE](
-        param, grad, m, v, lr, beta1, beta2, eps, weight_decay, correction1, correction2
-    )
+    launch(adamw_kernel, param, grad, m, v, lr, beta1, beta2, eps, weight_decay, step)

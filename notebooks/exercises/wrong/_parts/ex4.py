@@ -8,25 +8,24 @@ from helpers.sizes import BLOCK_SIZE
 
 
 @cuda.jit(device=True)
-def pooled_max(best):
-    """The largest of the block's per-thread values, for thread 0 (other threads get their own)."""
+def store_block_max(best, partial):
+    """Thread 0 stores the largest of the block's per-thread values `best` in partial[blockIdx.x]."""
     pooled = cuda.shared.array(BLOCK_SIZE, float32)
     pooled[cuda.threadIdx.x] = best
     cuda.syncthreads()
     if cuda.threadIdx.x == 0:
         for k in range(1, cuda.blockDim.x):
             best = max(best, pooled[k])
-    return best
+        partial[cuda.blockIdx.x] = best
 
 
 @cuda.jit
-def max_abs_kernel(x, m):
+def block_max_abs_kernel(x, partial):
+    """partial[b] = the largest |x[j]| of the elements block b visits: launched as one block, partial[0] = max |x|."""
     best = float32(0.0)
     for j in range(cuda.grid(1), x.size, cuda.gridsize(1)):
         best = max(best, abs(x[j]))
-    best = pooled_max(best)
-    if cuda.threadIdx.x == 0:
-        m[0] = best
+    store_block_max(best, partial)
 
 
 @cuda.jit
