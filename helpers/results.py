@@ -419,13 +419,13 @@ def _verdict(claim: Claim | str) -> bool | None:
 
 def claims_in_brief(claims: Sequence[Claim | str], cited: Sequence[str] = ()) -> list[str]:
     """What a lesson prints of its claims: the line of each one its prose cites (a line starting with one of
-    ``cited``), then one line for all the others: ``N further claims hold on this data``.
+    ``cited``, in that order), then one line for all the others: ``N further claims hold on this data``.
 
     The others are checked, not skipped: if one does not hold, :class:`ClaimFailed` names it. Claims not
     checked (measured on another GPU than the one they were stated for) are counted as such.
     """
     lines = [c.line() if isinstance(c, Claim) else c for c in claims]
-    shown = [i for i, line in enumerate(lines) if line.startswith(tuple(cited))]
+    shown = [i for prefix in cited for i, line in enumerate(lines) if line.startswith(prefix)]
     rest = [i for i in range(len(lines)) if i not in shown]
     failed = [lines[i] for i in rest if _verdict(claims[i]) is False]
     if failed:
