@@ -1117,22 +1117,15 @@ OUTPUTS.update({
     "nb11_fused_over_torch_big": r"torch\.softmax at 16384 x 4096: yes, ([\d.]+)x its throughput",
     "nb11_fused_over_torch_small": r"torch\.softmax at 4096 x 1024: no, ([\d.]+)x its throughput",
     "nb11_fused_over_unfused_big": r"four Numba kernels at 16384 x 4096: yes, ([\d.]+)x",
-    "nb11_fused128_gbs_big": r"16384 x 4096\s+numba fused, 128 threads/row\s+[\d.]+ ms\s+(\d+)",
     "nb11_pipelined_registers": r"numba fused pipelined, 128 threads, 2 rows/block\s+(\d+) registers",
     "nb11_pipelined_blocks": r"numba fused pipelined, 128 threads, 2 rows/block\s+\d+ registers,\s+(\d+) blocks/SM",
     "nb11_gbs_64": r"numba fused, 64 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
     "nb11_gbs_128": r"numba fused, 128 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
     "nb11_gbs_256": r"numba fused, 256 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
     "nb11_latency_printed_128": r"numba fused, 128 threads/row\s+\d+ registers.*?implied latency ([\d.]+) µs",
-    "nb11_online_ms_big": r"16384 x 4096\s+numba online, 256 threads/row\s+([\d.]+) ms",
-    "nb11_attention_fused_ms": r"4096\s+numba fused q128/k64/b4/s2\s+([\d.]+) ms",
-    "nb11_attention_naive_ms": r"4096\s+torch naive fp32 \(TF32 off\)\s+([\d.]+) ms",
-    "nb11_attention_sdpa_ms": r"4096\s+torch SDPA efficient fp32\s+([\d.]+) ms",
-    "nb11_attention_bf16_tflops": r"4096\s+torch SDPA flash bf16\s+[\d.]+ ms\s+([\d.]+)",
     "nb11_fused_over_unfused_attention": r"unfused Numba pipeline at L = 4096: yes, ([\d.]+)x",
     "nb11_fused_over_naive_4096": r"naive torch fp32 at L = 4096: no, ([\d.]+)x",
     "nb11_fused_over_naive_1024": r"naive torch fp32 at L = 1024: no, ([\d.]+)x",
-    "nb11_fused_pct_peak": r"fused at L = 4096 runs at (\d+)% of the FP32 peak",
     "nb11_ncu_ratio": r"\(ncu\): yes, (\d+)x",
     "nb11_flop_floor_ms": r"takes at least ([\d.]+) ms",
     "nb11_byte_floor_ms": r"GB/s takes ([\d.]+) ms",
@@ -1178,6 +1171,25 @@ for _kernel in ("copy", "scale", "naive", "grid_stride", "streaming", "vec4_resi
     figure(f"nb10_{'over' if _kernel == 'vec4_resident' else 'short'}_{_kernel}_pct")(
         lambda name=_kernel: -_nb10_against_probe(name))
 figure("nb10_over_vec4_pct")(lambda: _nb10_against_probe("vec4"))
+
+
+# --- notebook 11: the figures of the rows its short tables leave out (the plots show them) ---------------
+
+figure("nb11_fused128_gbs_big")(lambda: 16384 * 4096 * 8 / _nb11_softmax_ms(16384, 4096, "numba fused, 128 threads/row")[0] / 1e6)
+figure("nb11_online_ms_big")(lambda: _nb11_softmax_ms(16384, 4096, "numba online, 256 threads/row")[0])
+for _name, _impl in (("fused", "numba fused q128/k64/b4/s2"), ("naive", "torch naive fp32 (TF32 off)"),
+                     ("sdpa", "torch SDPA efficient fp32")):
+    figure(f"nb11_attention_{_name}_ms")(lambda impl=_impl: _nb11_attention_ms(4096, impl))
+
+
+def _nb11_attention_tflops(name: str, length: int = 4096) -> float:
+    row = next(r for r in committed("reductions_attention")["rows"] if r["length"] == length)
+    return row["flops"] / _nb11_attention_ms(length, name) / 1e9
+
+
+figure("nb11_attention_bf16_tflops")(lambda: _nb11_attention_tflops("torch SDPA flash bf16"))
+figure("nb11_fused_pct_peak")(lambda: 100 * 1e12 * _nb11_attention_tflops("numba fused q128/k64/b4/s2")
+                              / committed("reductions_attention")["peak_fp32_flops"])
 
 
 if __name__ == "__main__":
