@@ -1,4 +1,5 @@
-"""What notebook 09 shows of a :class:`~helpers.lessons.launches.record.LaunchesRun`: its tables, its fit and its figures."""
+"""What notebook 09 shows of a :class:`~helpers.lessons.launches.record.LaunchesRun`: its tables, its fit, its figures,
+and where a peer beats "fused + graph" by more than a tie."""
 
 from __future__ import annotations
 

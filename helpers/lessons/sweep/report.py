@@ -83,7 +83,7 @@ def _log2_axis(ax: Axes) -> None:
 
 
 def shade_regimes(ax: Axes, sweep: Sweep, label: str, mode: str) -> list[tuple[str, int, int]]:
-    """Shade the regimes that the data of ``label`` show; returns the spans drawn."""
+    """Shade the regimes that the data of ``label`` show (L2-resident only in GPU time); returns the spans found."""
     sizes, _ = sa.series(sweep, label, mode)
     labels = sa.regimes_of(sweep, label, mode)
     if not labels:
