@@ -21,11 +21,12 @@ import json
 import math
 import os
 import platform
+import re
 import types
 import typing
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import Any, Callable, ClassVar, Sequence, TypeVar
 
 import numpy as np
 
@@ -396,3 +397,41 @@ def load_or_measure(cls: type[R], measure: Callable[[], R | None], *, remeasure:
 def describe_here(*, peers: bool = False) -> str:
     """Where a live measurement in a notebook is being taken, in one line."""
     return Provenance.here().describe(peers=peers)
+
+
+class ClaimFailed(AssertionError):
+    """A claim a lesson makes that the data it reads does not bear out."""
+
+
+_VERDICT = re.compile(r": (yes|no)(?:,|$)")
+
+
+def _verdict(claim: Claim | str) -> bool | None:
+    """Whether a claim holds: a :class:`Claim`'s ``holds``, or read back from its line as :meth:`Claim.line` writes
+    it (``"...: yes, 2.27x"``); ``None`` for one not checked; a line with no verdict is a measured statement (True)."""
+    if isinstance(claim, Claim):
+        return claim.holds
+    if ": not checked (" in claim:
+        return None
+    found = _VERDICT.search(claim)
+    return True if found is None else found.group(1) == "yes"
+
+
+def claims_in_brief(claims: Sequence[Claim | str], cited: Sequence[str] = ()) -> list[str]:
+    """What a lesson prints of its claims: the line of each one its prose cites (a line starting with one of
+    ``cited``, in that order), then one line for all the others: ``N further claims hold on this data``.
+
+    The others are checked, not skipped: if one does not hold, :class:`ClaimFailed` names it. Claims not
+    checked (measured on another GPU than the one they were stated for) are counted as such.
+    """
+    lines = [c.line() if isinstance(c, Claim) else c for c in claims]
+    shown = [i for prefix in cited for i, line in enumerate(lines) if line.startswith(prefix)]
+    rest = [i for i in range(len(lines)) if i not in shown]
+    failed = [lines[i] for i in rest if _verdict(claims[i]) is False]
+    if failed:
+        raise ClaimFailed(f"{len(failed)} of the claims this lesson makes without printing them "
+                          f"{'does' if len(failed) == 1 else 'do'} not hold on this data: " + "; ".join(failed))
+    unchecked = sum(_verdict(claims[i]) is None for i in rest)
+    held = len(rest) - unchecked
+    summary = f"{held} {'further ' if shown else ''}claim{'' if held == 1 else 's'} hold{'s' if held == 1 else ''} on this data"
+    return [lines[i] for i in shown] + [summary + (f"; {unchecked} not checked here" if unchecked else "")]

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from helpers.lessons.inflight import report as inflight_report
 from helpers.lessons.roofline import ceiling
 from helpers.results import RESULTS_DIR
 
@@ -878,17 +879,16 @@ def _nb10_same_shape_errors() -> dict[str, float]:
     """Each kernel's miss (%) when the curve's median is replaced by the probe of the kernel's own shape.
 
     The probe of the same mix, width and bytes in flight with one access per thread and
-    8 blocks per SM (the last table's column), times the model's second step (its
+    8 blocks per SM (``same_in_flight_probe``), times the model's second step (its
     arithmetic share); kernels without such a probe keep the model's own prediction.
     """
     inflight, record = _nb10_record()
     errors = {}
     for k in record.kernels:
         predicted, curve = record.predicted_gbs(k), record.predicted_gbs(k, arithmetic=False)
-        probe = [p.gbs for p in record.probes if p.grid == "resident" and p.reads == k.reads and p.unroll == 1
-                 and p.width_bytes == k.width_bytes and p.bytes_in_flight_per_sm == k.bytes_in_flight_per_sm and p.gbs]
+        probe = inflight_report.same_in_flight_probe(record, k)
         if probe and k.groups_in_flight == 1:
-            predicted = probe[0] * predicted / curve
+            predicted = probe * predicted / curve
         errors[k.name] = inflight.percent_off(predicted, k.gbs)
     return errors
 
@@ -962,21 +962,8 @@ OUTPUTS.update({
     "nb10_dram_ns": r"DRAM latency \(page-local, largest buffer\): (\d+) ns",
     "nb10_dram_random_ns": r"1 GiB\s+random\s+(\d+)",
     "nb10_need_kib": r"to reach the datasheet bound, [\d,]+ GB/s, each of the \d+ SMs needs (\d+) KiB",
-    "nb10_latency_1kib_ns": r"\n\s+1 KiB\s+\d+\s+(\d+) ns",
-    "nb10_1to1_24kib_gbs": r"\n\s+24 KiB\s+(\d+)\s+\d+ ns\n\s+32 KiB",
-    "nb10_1to1_32kib_gbs": r"\n\s+32 KiB\s+(\d+)\s+\d+ ns",
-    "nb10_latency_192kib_ns": r"192 KiB\s+\d+\s+(\d+) ns",
     "nb10_div_over_add": r"one division takes ([\d.]+)x the time of one addition",
     "nb10_model_hits": r"the model predicts (\d+) of \d+ kernels within",
-    "nb10_error_scale_pct": r"\nscale\s+8 KiB\s+\d+\s+\d+\s+\d+\s+\+([\d.]+)%",
-    "nb10_error_scale_vec4_pct": r"\nscale_vec4\s+32 KiB\s+\d+\s+\d+\s+\d+\s+-([\d.]+)%",
-    "nb10_short_copy_pct": r"\ncopy\s+full.*\(kernel -([\d.]+)%\)",
-    "nb10_short_scale_pct": r"\nscale\s+full.*\(kernel -([\d.]+)%\)",
-    "nb10_short_naive_pct": r"\nnaive\s+full.*\(kernel -([\d.]+)%\)",
-    "nb10_short_grid_stride_pct": r"\ngrid_stride\s+resident.*\(kernel -([\d.]+)%\)",
-    "nb10_short_streaming_pct": r"\nstreaming\s+resident.*\(kernel -([\d.]+)%\)",
-    "nb10_over_vec4_pct": r"\nvec4\s+full.*\(kernel \+([\d.]+)%\)",
-    "nb10_over_vec4_resident_pct": r"\nvec4_resident\s+resident.*\(kernel -([\d.]+)%\)",
     "nb10_division_measured": r"without it scale_kernel runs ([\d.]+)x as fast",
     "nb10_division_model": r"the model's second step predicts ([\d.]+)x",
     "nb10_fusion_4_byte": r"fused against three kernels, 4-byte accesses:\s+([\d.]+)x",
@@ -1130,26 +1117,79 @@ OUTPUTS.update({
     "nb11_fused_over_torch_big": r"torch\.softmax at 16384 x 4096: yes, ([\d.]+)x its throughput",
     "nb11_fused_over_torch_small": r"torch\.softmax at 4096 x 1024: no, ([\d.]+)x its throughput",
     "nb11_fused_over_unfused_big": r"four Numba kernels at 16384 x 4096: yes, ([\d.]+)x",
-    "nb11_fused128_gbs_big": r"16384 x 4096\s+numba fused, 128 threads/row\s+[\d.]+ ms\s+(\d+)",
     "nb11_pipelined_registers": r"numba fused pipelined, 128 threads, 2 rows/block\s+(\d+) registers",
     "nb11_pipelined_blocks": r"numba fused pipelined, 128 threads, 2 rows/block\s+\d+ registers,\s+(\d+) blocks/SM",
     "nb11_gbs_64": r"numba fused, 64 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
     "nb11_gbs_128": r"numba fused, 128 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
     "nb11_gbs_256": r"numba fused, 256 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
     "nb11_latency_printed_128": r"numba fused, 128 threads/row\s+\d+ registers.*?implied latency ([\d.]+) µs",
-    "nb11_online_ms_big": r"16384 x 4096\s+numba online, 256 threads/row\s+([\d.]+) ms",
-    "nb11_attention_fused_ms": r"4096\s+numba fused q128/k64/b4/s2\s+([\d.]+) ms",
-    "nb11_attention_naive_ms": r"4096\s+torch naive fp32 \(TF32 off\)\s+([\d.]+) ms",
-    "nb11_attention_sdpa_ms": r"4096\s+torch SDPA efficient fp32\s+([\d.]+) ms",
-    "nb11_attention_bf16_tflops": r"4096\s+torch SDPA flash bf16\s+[\d.]+ ms\s+([\d.]+)",
     "nb11_fused_over_unfused_attention": r"unfused Numba pipeline at L = 4096: yes, ([\d.]+)x",
     "nb11_fused_over_naive_4096": r"naive torch fp32 at L = 4096: no, ([\d.]+)x",
     "nb11_fused_over_naive_1024": r"naive torch fp32 at L = 1024: no, ([\d.]+)x",
-    "nb11_fused_pct_peak": r"fused at L = 4096 runs at (\d+)% of the FP32 peak",
     "nb11_ncu_ratio": r"\(ncu\): yes, (\d+)x",
     "nb11_flop_floor_ms": r"takes at least ([\d.]+) ms",
     "nb11_byte_floor_ms": r"GB/s takes ([\d.]+) ms",
 })
+
+
+# --- notebook 10: the figures its probe tables used to print (the record keeps them; the report computes them) ---
+
+
+def _nb10_loaded(reads: int, width: int, kib: int) -> tuple[float, float]:
+    """One curve at ``kib`` KiB per SM: its GB/s and the latency (ns) Little's law implies for it."""
+    _, record = _nb10_record()
+    return next((gbs, latency) for q, gbs, latency in inflight_report.loaded_latencies(record, reads, width)
+                if q == kib * 1024)
+
+
+for _name, (_reads, _width, _kib, _which) in {
+    "nb10_latency_1kib_ns": (1, 4, 1, 1), "nb10_latency_192kib_ns": (3, 16, 192, 1),
+    "nb10_1to1_24kib_gbs": (1, 4, 24, 0), "nb10_1to1_32kib_gbs": (1, 4, 32, 0),
+}.items():
+    figure(_name)(lambda r=_reads, w=_width, q=_kib, i=_which: _nb10_loaded(r, w, q)[i])
+
+
+def _nb10_prediction_off(name: str) -> float:
+    """How far (%) the model's prediction for one series kernel lands from its measurement (+: too fast)."""
+    inflight, record = _nb10_record()
+    k = record.kernel(name)
+    return inflight.percent_off(record.predicted_gbs(k), k.gbs)
+
+
+figure("nb10_error_scale_pct")(lambda: _nb10_prediction_off("scale"))
+figure("nb10_error_scale_vec4_pct")(lambda: -_nb10_prediction_off("scale_vec4"))  # quoted as "too slow"
+
+
+def _nb10_against_probe(name: str) -> float:
+    """How far (%) a series kernel lands from the resident probe of its mix, width and bytes in flight (+: faster)."""
+    _, record = _nb10_record()
+    k = record.kernel(name)
+    return 100 * (k.gbs / inflight_report.same_in_flight_probe(record, k) - 1)
+
+
+for _kernel in ("copy", "scale", "naive", "grid_stride", "streaming", "vec4_resident"):  # quoted as shortfalls
+    figure(f"nb10_{'over' if _kernel == 'vec4_resident' else 'short'}_{_kernel}_pct")(
+        lambda name=_kernel: -_nb10_against_probe(name))
+figure("nb10_over_vec4_pct")(lambda: _nb10_against_probe("vec4"))
+
+
+# --- notebook 11: the figures of the rows its short tables leave out (the plots show them) ---------------
+
+figure("nb11_fused128_gbs_big")(lambda: 16384 * 4096 * 8 / _nb11_softmax_ms(16384, 4096, "numba fused, 128 threads/row")[0] / 1e6)
+figure("nb11_online_ms_big")(lambda: _nb11_softmax_ms(16384, 4096, "numba online, 256 threads/row")[0])
+for _name, _impl in (("fused", "numba fused q128/k64/b4/s2"), ("naive", "torch naive fp32 (TF32 off)"),
+                     ("sdpa", "torch SDPA efficient fp32")):
+    figure(f"nb11_attention_{_name}_ms")(lambda impl=_impl: _nb11_attention_ms(4096, impl))
+
+
+def _nb11_attention_tflops(name: str, length: int = 4096) -> float:
+    row = next(r for r in committed("reductions_attention")["rows"] if r["length"] == length)
+    return row["flops"] / _nb11_attention_ms(length, name) / 1e9
+
+
+figure("nb11_attention_bf16_tflops")(lambda: _nb11_attention_tflops("torch SDPA flash bf16"))
+figure("nb11_fused_pct_peak")(lambda: 100 * 1e12 * _nb11_attention_tflops("numba fused q128/k64/b4/s2")
+                              / committed("reductions_attention")["peak_fp32_flops"])
 
 
 if __name__ == "__main__":

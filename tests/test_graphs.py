@@ -17,7 +17,7 @@ from helpers import results
 from helpers.checks import check_close, random_inputs
 from helpers.ledger import Ledger
 from helpers.harness import cli
-from helpers.lessons.launches import graphs, kernels, measure
+from helpers.lessons.launches import graphs, kernels, measure, report
 from helpers.lessons.launches import record as lr
 from helpers.pipeline import (
     add_kernel,
@@ -199,6 +199,19 @@ def test_the_claims_follow_the_data_both_ways():
     claim = next(c for c in measure.claims(bad) if "no slower than cupy" in c.claim)
     assert claim.holds is False and "2^10, 2^28" in claim.note
     assert "no, " in claim.line()
+
+
+def test_a_peer_beats_fused_graph_only_by_more_than_a_tie():
+    sizes = [2**10, 2**20, 2**28]  # the peer: 2% faster (a tie), 2% slower (a tie), 10% faster
+    record = _record({lr.GRAPH_FUSED: [0.0100, 0.0100, 1.0], "torch.compile": [0.0098, 0.0102, 0.9],
+                      "torch eager": [0.02, 0.02, 2.0]}, sizes)
+    assert [report.versus(record, lr.GRAPH_FUSED, "torch.compile", n) for n in sizes] == ["tie", "tie", "faster"]
+    assert report.versus(record, lr.GRAPH_FUSED, "torch eager", 2**10) == "slower"
+    assert report.peers_against(record) == ["torch.compile against fused + graph: faster at 2^28 (1.11x; GPU time 1.11x); "
+                                            "a tie at 2^10, 2^20"]
+    spread = record.timed("torch.compile", 2**28)
+    spread.loop_ms[:] = [0.7, 0.9, 1.1]  # a spread of repeats wider than the difference: a tie
+    assert report.versus(record, lr.GRAPH_FUSED, "torch.compile", 2**28) == "tie"
 
 
 PACKAGE = "helpers.lessons.launches"

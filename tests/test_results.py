@@ -111,6 +111,25 @@ def test_claims_read_as_sentences():
     assert results.Claim("x", None, "", None).line() == "x: not checked (not measured)"
 
 
+def test_claims_in_brief_print_the_cited_and_check_the_rest():
+    claims = [results.Claim("a graph is >= 3x faster", 11.9, ">= 3", True, "11.9x"),
+              results.Claim("fused is no slower than cupy", 0.9, "<= 1", True, "0.90x"),
+              results.Claim("fused is no slower than torch.compile", 1.09, "<= 1", False, "1.09x"),
+              results.Claim("within 10% of the earlier probe", None, "", None, "measured on another GPU")]
+    lines = results.claims_in_brief(claims, cited=("fused is no slower than torch", "a graph"))
+    assert lines == ["fused is no slower than torch.compile: no, 1.09x", "a graph is >= 3x faster: yes, 11.9x",
+                     "1 further claim holds on this data; 1 not checked here"]  # in the order cited
+    assert results.claims_in_brief(claims[:2]) == ["2 claims hold on this data"]
+    with pytest.raises(results.ClaimFailed, match="does not hold on this data: fused is no slower than torch.compile"):
+        results.claims_in_brief(claims, cited=("a graph",))
+    # claim lines as the lessons' reports write them: a verdict after the claim, or none (a measured statement)
+    written = ["fused at least as fast as torch at 4096 x 1024: no, 0.87x", "fused reaches 62% of the copy's bandwidth",
+               "fused >= 3x faster than unfused at 4096 x 1024: yes, 5.84x"]
+    assert results.claims_in_brief(written[1:]) == ["2 claims hold on this data"]
+    with pytest.raises(results.ClaimFailed, match="at 4096 x 1024: no, 0.87x"):
+        results.claims_in_brief(written)
+
+
 # --- bad input: every refusal names the argument or the field, and what to do --------------------
 
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 from numba import cuda
-from tqdm.auto import tqdm
+from tqdm import tqdm  # a text bar: tqdm.auto would want ipywidgets in a notebook
 
 from helpers.backend import is_simulator
 from helpers.checks import CheckFailed, default_tolerance, random_inputs

@@ -65,3 +65,20 @@ def title(row: AttentionRow) -> str:
 def save_plot(folder: Path | None = None) -> Path | None:
     """Draw the committed attention record as ``reductions_attention.png`` (no GPU needed)."""
     return save_figure(committed(), title, folder)
+
+
+LESSON_COLUMNS = ("numba fused q", "numba unfused", "torch naive fp32", "torch SDPA efficient", "torch SDPA flash")
+"""What notebook 11 prints at each length: the fastest fused block shape, the unfused pipeline, torch's three."""
+
+
+def attention_summary_table(record: AttentionBench) -> str:
+    """Time and TFLOP/s of the fastest fused block shape, the unfused pipeline and torch's three, one row a length."""
+    rows, shapes = [], set()
+    for row in record.rows:
+        found = [best(row, prefix) for prefix in LESSON_COLUMNS]
+        shapes |= {found[0].name.removeprefix("numba fused ")} if found[0] else set()
+        rows.append([row.length] + [None if m is None else f"{m.median_ms:.3f} ms ({row.flops / m.median_ms / 1e9:.1f})"
+                                    for m in found])
+    fused = f"numba fused {', '.join(sorted(shapes))}" if shapes else "numba fused"
+    columns = ["L: ms (TFLOP/s)", fused, "numba unfused", "torch naive fp32", "SDPA efficient fp32", "SDPA flash bf16"]
+    return table(rows, columns, align="rrrrrr")

@@ -89,6 +89,12 @@ def curve_points(probes: Iterable[Any], reads: int, width_bytes: int | None = No
     return [(float(q), statistics.median(v)) for q, v in sorted(by_q.items())]
 
 
+def read_curve(points: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """The curve as the model reads it: bytes in flight, and the bandwidth made non-decreasing (see :func:`predict_gbs`)."""
+    qs = np.array([q for q, _ in points], dtype=float)
+    return qs, np.maximum.accumulate(np.array([g for _, g in points], dtype=float))
+
+
 def predict_gbs(points: list[tuple[float, float]], in_flight_per_sm: float) -> float | None:
     """The curve read at ``in_flight_per_sm``: linear in log(bytes in flight) between measured points.
 
@@ -101,8 +107,7 @@ def predict_gbs(points: list[tuple[float, float]], in_flight_per_sm: float) -> f
         return None
     if in_flight_per_sm <= 0:
         raise ValueError("in_flight_per_sm must be positive")
-    qs = np.array([q for q, _ in points], dtype=float)
-    bw = np.maximum.accumulate(np.array([g for _, g in points], dtype=float))
+    qs, bw = read_curve(points)
     if in_flight_per_sm <= qs[0]:
         return float(bw[0] * in_flight_per_sm / qs[0])
     if in_flight_per_sm >= qs[-1]:

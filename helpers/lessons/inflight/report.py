@@ -25,6 +25,7 @@ from helpers.lessons.inflight.model import (
     implied_latency_ns,
     littles_law_gbs,
     percent_off,
+    read_curve,
 )
 from helpers.lessons.inflight.record import BytesInFlight
 from helpers.lessons.sweep.record import Sweep
@@ -105,10 +106,14 @@ def sweep_ratio(implementations: tuple[str, str] = ("torch eager", "torch.compil
 # --- the tables (each notebook prints them in a checked cell: their layouts are fixed) ---------------
 
 
-def occupancy_table(record: BytesInFlight) -> str:
-    """Each kernel's loads in flight per thread, registers, resident threads per SM and bytes in flight per SM."""
+def occupancy_table(record: BytesInFlight, merged: bool = False) -> str:
+    """Each kernel's loads in flight per thread, registers, resident threads per SM and bytes in flight per SM.
+
+    ``merged``: kernels with the same numbers in every column share one row.
+    """
     rows = [[k.name, k.loads_per_thread or 0, k.width_bytes, k.registers or 0, k.threads_per_sm or 0,
              f"{_kib(k.bytes_in_flight_per_sm)} KiB"] for k in record.kernels]
+    rows = same_numbers_merged(rows) if merged else rows
     return table(rows, ["kernel", "loads/thread", "bytes/load", "registers", "threads/SM", "in flight/SM"],
                  widths=(15, 12, 10, 9, 10, 12), gap=1)
 
@@ -125,8 +130,7 @@ def chase_table(record: BytesInFlight) -> str:
 
 def loaded_latency_table(record: BytesInFlight, reads: int = 3, width: int = 16) -> str:
     """Little's law solved for the latency along one curve: the latency each probe's rate implies."""
-    rows = [[f"{_kib(q)} KiB", f"{gbs:.0f}", f"{implied_latency_ns(q, record.sms, gbs * reads / (reads + 1)):.0f} ns"]
-            for q, gbs in curve_points(record.probes, reads, width)]
+    rows = [[f"{_kib(q)} KiB", f"{gbs:.0f}", f"{latency:.0f} ns"] for q, gbs, latency in loaded_latencies(record, reads, width)]
     return (f"{reads} read{'s' if reads > 1 else ''} : 1 write, {width}-byte probes\n" +
             table(rows, ["in flight/SM", "GB/s", "implied latency"], align="rrr", widths=(12, 6, 15), gap=1))
 
@@ -192,11 +196,10 @@ def same_in_flight_table(record: BytesInFlight) -> str:
     for k in [*record.kernels, *record.diagnostics]:
         if not k.gbs or k.groups_in_flight != 1:
             continue
-        probe = [p.gbs for p in record.probes if p.grid == "resident" and p.reads == k.reads and p.unroll == 1
-                 and p.width_bytes == k.width_bytes and p.bytes_in_flight_per_sm == k.bytes_in_flight_per_sm and p.gbs]
+        probe = same_in_flight_probe(record, k)
         rows.append([k.name, k.grid, f"{k.reads}:1", f"{k.width_bytes}B", f"{_kib(k.bytes_in_flight_per_sm)} KiB",
                      f"{k.gbs:.0f}"])
-        notes.append(f"{probe[0]:6.0f} GB/s (kernel {100 * (k.gbs / probe[0] - 1):+.1f}%)" if probe else "-")
+        notes.append(f"{probe:6.0f} GB/s (kernel {100 * (k.gbs / probe - 1):+.1f}%)" if probe else "-")
     body = table(rows, ["kernel", "grid", "mix", "width", "in flight/SM", "GB/s"], widths=(20, 8, 5, 5, 12, 6), gap=1)
     return "\n".join(f"{line}  {note}" for line, note in zip(body.splitlines(), notes))
 
@@ -236,8 +239,9 @@ def plot_curve(record: BytesInFlight, show_kernels: bool = True) -> Any:
                     label=f"Little's law, 3:1, at the idle latency ({latency:.0f} ns)")
     if record.datasheet_gbs:
         ax.axhline(record.datasheet_gbs, color="black", lw=1, ls="--")
-        ax.annotate(f"datasheet bound {record.datasheet_gbs:,.0f} GB/s", (0.6, record.datasheet_gbs), fontsize=8,
-                    va="bottom")
+        ax.annotate(f"datasheet bound {record.datasheet_gbs:,.0f} GB/s", (500, record.datasheet_gbs), fontsize=8,
+                    va="bottom", ha="right")  # at the right: the legend takes the upper left
+    draw_model_curves(ax, record)
     if show_kernels:
         for k in record.kernels:
             if k.gbs and k.bytes_in_flight_per_sm:
@@ -247,9 +251,11 @@ def plot_curve(record: BytesInFlight, show_kernels: bool = True) -> Any:
     ax.set_xscale("log", base=2)
     ax.set_xlim(0.5, 512)
     ax.set_ylim(0, 1.12 * (record.datasheet_gbs or max(p.gbs or 0 for p in record.probes)))
+    if show_kernels:
+        label_kernels(ax, record)  # after the limits: the crowded names are placed by them
     ax.set_xlabel("bytes in flight per SM (KiB, reads)")
     ax.set_ylabel("achieved GB/s (read + write)")
-    return _titled(fig, ax, record, "bandwidth against the bytes each SM keeps in flight", 10, 7, "lower right")
+    return _titled(fig, ax, record, "bandwidth against the bytes each SM keeps in flight", 10, 7, "upper left")
 
 
 def plot_predictions(record: BytesInFlight) -> Any:
@@ -282,3 +288,80 @@ def _titled(fig: Any, ax: Any, record: BytesInFlight, title: str, size: int, leg
     ax.legend(fontsize=legend_size, loc=where)
     fig.tight_layout()
     return fig
+
+
+def draw_model_curves(ax: Any, record: BytesInFlight) -> None:
+    """The curves the model reads, one per mix and width: the probes' median at each bytes in flight, non-decreasing."""
+    for r in READS:
+        for w in WIDTHS:
+            points = curve_points(record.probes, r, w)
+            if points:
+                qs, bw = read_curve(points)
+                ax.plot(qs / 1024, bw, color=MIX_COLORS[r], lw=1, ls="--" if w == 4 else "-", alpha=0.7, zorder=2)
+    for w, ls in ((4, "--"), (16, "-")):
+        ax.plot([], [], color="0.25", lw=1.6, ls=ls, label=f"the curve the model reads, {w}-byte (median; colour: mix)")
+
+
+def label_kernels(ax: Any, record: BytesInFlight, crowded_from_kib: float = 48) -> None:
+    """Each series kernel's name beside its star; kernels at one point share a name tag.
+
+    The stars from ``crowded_from_kib`` up sit close together below the bound: their names are stacked in
+    the empty lower right, each with a line to its star.
+    """
+    groups: list[list[Any]] = []
+    for x, y, name in sorted((k.bytes_in_flight_per_sm / 1024, k.gbs, k.name) for k in record.kernels
+                             if k.gbs and k.bytes_in_flight_per_sm):
+        if groups and groups[-1][0] == x and abs(groups[-1][1] - y) < 150:
+            groups[-1][2].append(name)  # the same bytes in flight and nearly the same rate: one tag
+        else:
+            groups.append([x, y, [name]])
+    crowded = sorted((g for g in groups if g[0] >= crowded_from_kib), key=lambda g: (-g[0], -g[1]))  # few crossings
+    for i, (x, y, names) in enumerate(crowded):
+        ax.annotate(", ".join(names), (x, y), xytext=(150, 0.62 * ax.get_ylim()[1] - 0.055 * i * ax.get_ylim()[1]),
+                    fontsize=7, va="center", arrowprops=dict(arrowstyle="-", color="0.5", lw=0.6))
+    for x, y, names in (g for g in groups if g[0] < crowded_from_kib):
+        ax.annotate(", ".join(names), (x, y), xytext=(6, -11), textcoords="offset points", fontsize=7)
+
+
+def same_numbers_merged(rows: list[list[Any]]) -> list[list[Any]]:
+    """Rows whose cells after the first are equal, as one row whose first cell names them all (in order)."""
+    merged: dict[tuple[Any, ...], list[Any]] = {}
+    for row in rows:
+        key = tuple(row[1:])
+        if key in merged:
+            merged[key][0] += f", {row[0]}"
+        else:
+            merged[key] = list(row)
+    return list(merged.values())
+
+
+def loaded_latencies(record: BytesInFlight, reads: int = 3, width: int = 16) -> list[tuple[float, float, float]]:
+    """Along one curve: bytes in flight per SM, GB/s, and the latency (ns) Little's law implies for that rate."""
+    return [(q, gbs, implied_latency_ns(q, record.sms, gbs * reads / (reads + 1)))
+            for q, gbs in curve_points(record.probes, reads, width)]
+
+
+def loaded_latency_line(record: BytesInFlight, reads: int = 3, width: int = 16) -> str:
+    """One curve's loaded latency in a line: at its first and its last point, and where it is fastest."""
+    points = loaded_latencies(record, reads, width)
+    if not points:
+        return f"{reads} read(s) : 1 write, {width}-byte probes: not measured"
+    (q0, g0, l0), (q1, g1, l1) = points[0], points[-1]
+    qb, gb, _ = max(points, key=lambda point: point[1])
+    return (f"{reads} read{'s' if reads > 1 else ''} : 1 write, {width}-byte probes: implied latency {l0:,.0f} ns at "
+            f"{_kib(q0)} KiB per SM ({g0:,.0f} GB/s), {l1:,.0f} ns at {_kib(q1)} KiB ({g1:,.0f} GB/s); "
+            f"fastest {gb:,.0f} GB/s, at {_kib(qb)} KiB")
+
+
+def same_in_flight_probe(record: BytesInFlight, k: Any) -> float | None:
+    """GB/s of the resident probe with ``k``'s mix, width and bytes in flight, one access per thread; None if none ran."""
+    probe = [p.gbs for p in record.probes if p.grid == "resident" and p.reads == k.reads and p.unroll == 1
+             and p.width_bytes == k.width_bytes and p.bytes_in_flight_per_sm == k.bytes_in_flight_per_sm and p.gbs]
+    return probe[0] if probe else None
+
+
+def blocks_per_sm_table(record: BytesInFlight) -> str:
+    """How the probes' grids landed: for each grid of m blocks per SM, the SMs used and the blocks each got."""
+    rows = [[m, used, f"exactly {m}" if fewest == most == m else f"{fewest} to {most}"]
+            for m, (fewest, most, used) in record.blocks_per_sm_seen.items()]
+    return table(rows, ["blocks per SM launched", "SMs used", "blocks each SM got"], align="rrl")

@@ -1,4 +1,5 @@
-"""What notebook 09 shows of a :class:`~helpers.lessons.launches.record.LaunchesRun`: its tables, its fit and its figures."""
+"""What notebook 09 shows of a :class:`~helpers.lessons.launches.record.LaunchesRun`: its tables, its fit, its figures,
+and where a peer beats "fused + graph" by more than a tie."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from helpers.harness.tables import power_label
 from helpers.harness.tables import table as text_table
-from helpers.timing import format_ms
+from helpers.timing import Timing, format_ms
 
 from .record import (
     DIRECT_FUSED,
@@ -39,6 +40,11 @@ COLORS = {DIRECT_THREE: "#c44e52", DIRECT_FUSED: "#4c72b0", GRAPH_THREE: "#e8a09
           RO: "#3b2a80", RO_STATIC: "#c44e52"}
 
 
+TWO_BY_TWO = (DIRECT_THREE, DIRECT_FUSED, GRAPH_THREE, GRAPH_FUSED)
+PEER_STYLES = [(":", "s"), ("--", "^"), (":", "v"), ("--", "D"), (":", "x"), ("--", "+"), ("-.", "*"), ("-.", "o")]
+"""Line style and marker of each peer in the 2x2 figure: thin and grey, told apart by these."""
+
+
 def plot_argument_costs(record: LaunchesRun) -> Any:
     """Host µs per launch against array arguments: lazy, explicit signature, graph replay."""
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
@@ -62,35 +68,36 @@ def plot_argument_costs(record: LaunchesRun) -> Any:
 
 
 def plot_two_by_two(record: LaunchesRun, mode: str = "loop", labels: Sequence[str] | None = None) -> Any:
-    """Time per call against n for every timed variant (log-log)."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.4))
+    """Time per call against n for every timed variant (log-log): the 2x2 bold, the peers thin and grey."""
+    fig, ax = plt.subplots(figsize=(10, 4.4), layout="constrained")
     labels = list(labels or record.measured())
     if not labels:
         ax.text(0.5, 0.5, "no timings here (needs a GPU)", ha="center", va="center")
         ax.set_axis_off()
         return fig
-    for label in labels:
+    peers = iter(PEER_STYLES)
+    for label in sorted(labels, key=lambda label: label not in TWO_BY_TWO):  # the 2x2 first in the legend
         points = [(t.n, getattr(t, mode) * 1e3) for t in record.timings if t.variant == label]
         if points:
             xs, ys = zip(*sorted(points))
-            style = "-" if label in NUMBA_VARIANTS else ":"
-            width = 2.4 if label in NUMBA_VARIANTS else 1.4
-            _ = ax.plot(xs, ys, style, marker="o", markersize=3, lw=width, label=label, color=COLORS.get(label))
+            style = dict(ls="-", marker="o", markersize=3.5, lw=2.6, color=COLORS.get(label), zorder=3) \
+                if label in TWO_BY_TWO else dict(zip(("ls", "marker"), next(peers)), markersize=3, lw=1, color="0.55")
+            _ = ax.plot(xs, ys, label=label, **style)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("n (float32 elements)")
     ax.set_ylabel("time per call (µs)" + (", launch included" if mode == "loop" else ", GPU only"))
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    fig.legend(loc="outside right center", fontsize=8)  # beside the curves, not over them
     return fig
 
 
 
 
-def table(record: LaunchesRun, sizes: Sequence[int] = (2**10, 2**20, 2**28), mode: str = "loop") -> str:
-    """Median time per call of every timed variant at a few sizes."""
-    labels = record.measured()
+def table(record: LaunchesRun, sizes: Sequence[int] = (2**10, 2**20, 2**28), mode: str = "loop",
+          labels: Sequence[str] | None = None) -> str:
+    """Median time per call of every timed variant (or of ``labels``) at a few sizes."""
+    labels = [label for label in record.measured() if labels is None or label in labels]
     if not labels:
         return "no timings: " + record.note
     return text_table([[label] + [None if (m := record.median(label, n, mode)) is None else format_ms(m) for n in sizes]
@@ -103,3 +110,40 @@ def argument_table(record: LaunchesRun) -> str:
         return "host time per launch: not measured (needs a GPU)"
     return text_table([[c.arrays, f"{c.lazy:.1f} µs", f"{c.explicit:.1f} µs", f"{c.graph:.1f} µs"] for c in record.argument_costs],
                  ["arrays", "lazy @cuda.jit", "explicit signature", "graph replay"], align="rrrr")
+
+
+# --- where a peer beats fused + graph, read with a tolerance ------------------------------------
+
+TIE_SHARE = 0.03
+"""A difference of at most 3% of the slower time, or within the repeats' interquartile range, is a tie."""
+
+
+def versus(record: LaunchesRun, mine: str, peer: str, n: int, mode: str = "loop") -> str | None:
+    """``"faster"``, ``"tie"`` or ``"slower"``: ``peer`` against ``mine`` at ``n``; None where either is not timed.
+
+    ``peer`` is faster only by more than :data:`TIE_SHARE` of ``mine``'s median and more than the larger
+    interquartile range of the two; less than that either way is a tie.
+    """
+    a, b = record.timed(mine, n), record.timed(peer, n)
+    if a is None or b is None:
+        return None
+    samples = {"loop": lambda t: t.loop_ms, "gpu": lambda t: t.gpu_ms}[mode]
+    slow, fast = (Timing(t.variant, samples(t)) for t in (a, b))
+    margin = max(TIE_SHARE * slow.median_ms, slow.spread_ms, fast.spread_ms)
+    difference = slow.median_ms - fast.median_ms
+    return "tie" if abs(difference) <= margin else "faster" if difference > 0 else "slower"
+
+
+def peers_against(record: LaunchesRun, mine: str = GRAPH_FUSED) -> list[str]:
+    """One line per variant that beats or ties with ``mine`` at some size: where, and by how much, also in GPU time."""
+    lines = []
+    for peer in (label for label in record.measured() if label != mine):
+        verdicts = {n: versus(record, mine, peer, n) for n in record.sizes()}
+        wins = [f"{power_label(n)} ({record.median(mine, n) / record.median(peer, n):.2f}x; GPU time "
+                f"{record.median(mine, n, 'gpu') / record.median(peer, n, 'gpu'):.2f}x)"
+                for n, v in verdicts.items() if v == "faster"]
+        ties = [power_label(n) for n, v in verdicts.items() if v == "tie"]
+        parts = ([f"faster at {', '.join(wins)}"] if wins else []) + ([f"a tie at {', '.join(ties)}"] if ties else [])
+        if parts:
+            lines.append(f"{peer} against {mine.removeprefix('numba ')}: " + "; ".join(parts))
+    return lines

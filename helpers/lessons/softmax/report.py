@@ -12,6 +12,8 @@ from typing import Any, Callable, TypeVar
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from helpers import results
 from helpers.device import resident_blocks_per_sm
@@ -144,23 +146,24 @@ def bytes_in_flight(record: SoftmaxBench, rows: int = 16384, cols: int = 4096) -
 def draw(record: Any, title: Callable[[Any], str]) -> Figure:
     """One panel per measured shape: GPU time of every implementation (log scale), Numba in blue, torch in orange."""
     rows = record.rows
-    fig, axes = plt.subplots(len(rows), 1, figsize=(8, 0.32 * sum(len(r.measured) for r in rows) + 1.2 * len(rows)),
-                             squeeze=False)
+    fig, axes = plt.subplots(len(rows), 1, figsize=(9, 0.28 * sum(len(r.measured) for r in rows) + 1.3 * len(rows)),
+                             squeeze=False, layout="constrained")  # constrained: long names are not cut off
     for ax, row in zip(axes[:, 0], rows):
         timed = [m for m in row.measured if m.median_ms]
         names = [m.name for m in timed]
-        colors = ["tab:blue" if n.startswith("numba") else "tab:orange" for n in names]
         y = list(range(len(names)))[::-1]  # points, not bars: a bar's length means nothing on a log axis
-        _ = ax.scatter([m.median_ms for m in timed], y, c=colors, zorder=3)
+        _ = ax.scatter([m.median_ms for m in timed], y, c=[_colour(n) for n in names], zorder=3)
         ax.set_yticks(y, names)
-        ax.grid(axis="x", which="both", alpha=0.3)
         ax.set_xscale("log")
+        plain_log_ticks(ax)
+        ax.grid(axis="x", which="both", alpha=0.3)
         ax.set_xlabel("median GPU time (ms), log scale")
         ax.set_title(title(row), fontsize=9)
         ax.tick_params(axis="y", labelsize=7)
     where = record.provenance
+    fig.legend(handles=[Line2D([], [], ls="", marker="o", color=_colour(who), label=who) for who in ("Numba", "torch")],
+               loc="outside upper right", fontsize=8, ncols=2)
     fig.suptitle(f"{where.device if where else ''}, {where.date[:10] if where else ''}", fontsize=8)
-    fig.tight_layout()
     return fig
 
 
@@ -184,3 +187,41 @@ def title(row: SoftmaxRow) -> str:
 def save_plot(folder: Path | None = None) -> Path | None:
     """Draw the committed softmax record as ``reductions_softmax.png`` (no GPU needed)."""
     return save_figure(committed(), title, folder)
+
+
+def _colour(name: str) -> str:
+    """Numba's implementations blue, the others (torch's) orange."""
+    return "tab:blue" if name.lower().startswith("numba") else "tab:orange"
+
+
+def plain_log_ticks(ax: Any) -> None:
+    """Label a log x axis at 1, 2 and 5 times each power of ten (more over a short span), written plainly
+    (0.02, not 2x10^-2), and nothing at the minor ticks: no labels run into each other."""
+    low, high = ax.get_xlim()
+    short = high / low < 30  # under a decade and a half: six labels a decade still have room
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1, 1.5, 2, 3, 5, 7) if short else (1, 2, 5)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+LESSON_COLUMNS = ("numba unfused", "numba fused", "torch.softmax", "torch.compile")
+"""What notebook 11 prints at each shape: the unfused Numba kernels, the best fused one, torch.softmax, torch.compile."""
+
+
+def softmax_summary_table(record: SoftmaxBench) -> str:
+    """GB/s (x read once, out written once) of the unfused, best fused, torch.softmax and torch.compile softmax, one row a shape.
+
+    The best fused is named in its cell; the last column is its share of the device copy's bandwidth.
+    """
+    rows = []
+    for row in record.rows:
+        found = [best(row, prefix) for prefix in LESSON_COLUMNS]
+        cells = [None if m is None else f"{row.bytes_moved / m.median_ms / 1e6:.0f}" for m in found]
+        fused = found[1]
+        if fused is not None:
+            cells[1] += f" ({fused.name.removeprefix('numba ')})"
+        copy = None if fused is None or not record.copy_ceiling_gbs else \
+            f"{row.bytes_moved / fused.median_ms / 1e6 / record.copy_ceiling_gbs:.0%}"
+        rows.append([f"{row.rows} x {row.cols}", *cells, copy])
+    columns = ["M x N (GB/s)", "numba unfused", "best numba fused", "torch.softmax", "torch.compile", "fused/copy"]
+    return table(rows, columns, align="rrlrrr")

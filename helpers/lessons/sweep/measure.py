@@ -86,7 +86,6 @@ def _graph(three: bool) -> peers.Factory:
 
 def _best(pool: Pool) -> peers.Builder:
     name = best_variant_name()  # looked up once, so that the lookup is not timed
-    print(f"numba fused (best): the {name} variant of helpers.lessons.roofline.kernels", file=sys.stderr)
     return peers.numba_fused(pool, VARIANTS[name])  # the pool's views start at the allocation: 16-byte aligned
 
 
