@@ -48,7 +48,8 @@ class ResultError(ValueError):
     """A result file that is missing, or that does not match the record it should hold."""
 
 
-def _version(package: str) -> str | None:
+def package_version(package: str) -> str | None:
+    """The installed version of ``package``, or ``None``."""
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
@@ -99,7 +100,7 @@ class Provenance:
             compute_capability=None if is_simulator() else list(compute_capability()),
             cuda_driver=driver_version(),
             python=platform.python_version(),
-            versions={p: _version(p) for p in PACKAGES},
+            versions={p: package_version(p) for p in PACKAGES},
             date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             cpu=_cpu(),
         )

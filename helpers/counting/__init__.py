@@ -21,32 +21,10 @@ cannot follow.  :func:`compare_counts` runs both on one launch.
 """
 
 from .ptx import PtxCounts, count_global_accesses
-from .record import (
-    ArgInfo,
-    ArrayTraffic,
-    CannotAttribute,
-    DataDependentBranch,
-    ElementCounts,
-    HostCopy,
-    LaunchArgs,
-    LinkedCall,
-    OutOfBounds,
-    Traffic,
-    copies_for_a_count,
-    copying_for_a_count,
-    is_array,
-)
-from .traffic import (
-    Comparison,
-    compare_counts,
-    comparison_table,
-    launch_dims,
-    naming_arguments,
-    recording_arguments,
-    simulated_traffic,
-    static_traffic,
-    traffic_from_touches,
-)
+from .record import (ArgInfo, ArrayTraffic, CannotAttribute, DataDependentBranch, ElementCounts, HostCopy, LaunchArgs,
+                     LinkedCall, OutOfBounds, Traffic, copies_for_a_count, copying_for_a_count, is_array)
+from .traffic import (Comparison, compare_counts, comparison_table, launch_dims, naming_arguments, recording_arguments,
+                      simulated_traffic, static_traffic, traffic_from_touches)
 
 __all__ = [
     "ArgInfo", "ArrayTraffic", "ElementCounts", "HostCopy", "LaunchArgs", "is_array", "CannotAttribute", "DataDependentBranch", "LinkedCall", "OutOfBounds", "copies_for_a_count", "copying_for_a_count", "Comparison", "PtxCounts", "Traffic", "compare_counts", "comparison_table",

@@ -1,8 +1,4 @@
-"""The record of the seed's three claims, measured (``seed_claims.json``).
-
-Written by :mod:`helpers.lessons.arithmetic.measure` (``python -m helpers.lessons.arithmetic all``),
-read back with ``helpers.results.load(SeedClaims)``.
-"""
+"""The record of the seed's three claims, measured (``seed_claims.json``)."""
 
 from __future__ import annotations
 

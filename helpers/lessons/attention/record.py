@@ -1,8 +1,4 @@
-"""The records of lesson 11's attention: ``reductions_attention.json`` and ``reductions_attention_ncu.json``.
-
-Written by :mod:`helpers.lessons.attention.measure`, read back with ``helpers.results.load(AttentionBench)``
-(and ``AttentionDram``); :mod:`helpers.lessons.attention.report` reads them for notebook 11.
-"""
+"""The records of lesson 11's attention (``reductions_attention.json``, ``reductions_attention_ncu.json``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The records of lesson 04's hardware count (``ncu_dram.json``, ``ncu_corpus.json``).
-
-Written by :mod:`helpers.lessons.dram.measure` (``python -m helpers.lessons.dram collect`` and
-``corpus``), read back with ``helpers.results.load(NcuDram)`` or ``load(NcuCorpus)``.
-"""
+"""The records of lesson 04's hardware count (``ncu_dram.json``, ``ncu_corpus.json``)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
 """Notebook 06's comparison: the tiny fuser's kernel, the hand-written fused kernel and torch.compile.
 
-All three compute ``(a + b) * c / s``; each is checked against NumPy (at an odd size first,
-then at every size: :func:`helpers.harness.campaign.run_cases`), then timed two ways, so that
-like is compared with like:
-
-* **GPU time** -- CUDA events with the launch queued behind a short hold kernel
-  (:func:`helpers.timing.time_gpu`), so the host's cost of issuing it is hidden;
-* **host time per call** -- what issuing one call costs the Python thread
-  (:func:`helpers.timing.host_enqueue_us`).
-
-``python -m helpers.lessons.fuser`` writes ``fuser_vs_torch_compile.json``.
+Each is checked against NumPy, then timed two ways, like against like: GPU time (CUDA events, the
+launch queued behind a hold kernel, :func:`helpers.timing.time_gpu`) and host time per call
+(:func:`helpers.timing.host_enqueue_us`).
 """
 
 from __future__ import annotations

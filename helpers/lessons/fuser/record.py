@@ -1,8 +1,4 @@
-"""The record of notebook 06's comparison (``fuser_vs_torch_compile.json``).
-
-Written by :mod:`helpers.lessons.fuser.measure` (``python -m helpers.lessons.fuser``), read back
-with ``helpers.results.load(FuserVsCompile)``.
-"""
+"""The record of notebook 06's comparison (``fuser_vs_torch_compile.json``)."""
 
 from __future__ import annotations
 

@@ -13,19 +13,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from helpers.harness.tables import table
-from helpers.lessons.inflight.model import (
-    DIAGNOSTICS,
-    NEAR_PERCENT,
-    PIPELINES,
-    READS,
-    SHAPES,
-    WIDTHS,
-    average_in_flight_factor,
-    curve_points,
-    implied_latency_ns,
-    littles_law_gbs,
-    percent_off,
-)
+from helpers.lessons.inflight.model import (DIAGNOSTICS, NEAR_PERCENT, PIPELINES, READS, SHAPES, WIDTHS,
+                                            average_in_flight_factor, curve_points, implied_latency_ns, littles_law_gbs,
+                                            percent_off)
 from helpers.lessons.inflight.record import BytesInFlight
 from helpers.lessons.sweep.record import Sweep
 from helpers.results import ResultError, load

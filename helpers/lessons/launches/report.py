@@ -11,18 +11,8 @@ from helpers.harness.tables import power_label
 from helpers.harness.tables import table as text_table
 from helpers.timing import format_ms
 
-from .record import (
-    DIRECT_FUSED,
-    DIRECT_THREE,
-    GRAPH_BEST,
-    GRAPH_FUSED,
-    GRAPH_THREE,
-    NUMBA_VARIANTS,
-    RO,
-    RO_STATIC,
-    ArgumentCost,
-    LaunchesRun,
-)
+from .record import (DIRECT_FUSED, DIRECT_THREE, GRAPH_BEST, GRAPH_FUSED, GRAPH_THREE, NUMBA_VARIANTS, RO, RO_STATIC,
+                     ArgumentCost, LaunchesRun)
 
 
 def fit_per_argument(costs: Sequence[ArgumentCost], which: str = "lazy") -> tuple[float, float]:
@@ -84,8 +74,6 @@ def plot_two_by_two(record: LaunchesRun, mode: str = "loop", labels: Sequence[st
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
-
-
 
 
 def table(record: LaunchesRun, sizes: Sequence[int] = (2**10, 2**20, 2**28), mode: str = "loop") -> str:

@@ -1,8 +1,4 @@
-"""The record of lesson 12: ``reductions_adamw.json``.
-
-Written by :mod:`helpers.lessons.optimizer.measure`, read back with ``helpers.results.load(AdamWBench)``;
-:mod:`helpers.lessons.optimizer.report` reads it for notebook 12.
-"""
+"""The record of lesson 12 (``reductions_adamw.json``)."""
 
 from __future__ import annotations
 

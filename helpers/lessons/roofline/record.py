@@ -1,9 +1,4 @@
-"""The record notebook 07's benchmark writes, ``results/<device>/roofline.json``.
-
-Written by :func:`helpers.lessons.roofline.measure.benchmark`; read by notebook 07, by
-:mod:`helpers.lessons.roofline.ceiling` (the best 3:1 measurement) and by the lessons that
-compare with the best variant.
-"""
+"""The record of notebook 07's benchmark (``roofline.json``)."""
 
 from __future__ import annotations
 

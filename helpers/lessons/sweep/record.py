@@ -1,9 +1,4 @@
-"""The records the size sweep writes (``bench_sweep.json``, ``launch_overhead.json``).
-
-Written by :mod:`helpers.lessons.sweep.measure` (and :mod:`~helpers.lessons.sweep.overhead`), read back
-with ``helpers.results.load(Sweep)``; :mod:`helpers.lessons.sweep.analysis` and
-:mod:`helpers.lessons.sweep.report` read them.
-"""
+"""The records the size sweep writes (``bench_sweep.json``, ``launch_overhead.json``)."""
 
 from __future__ import annotations
 

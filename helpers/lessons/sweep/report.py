@@ -1,10 +1,5 @@
-"""What notebook 05 shows of a size sweep (:mod:`helpers.lessons.sweep.measure`): its tables and figures.
-
-The tables (:func:`summary_table`, :func:`overhead_table`) are text; every figure takes the
-sweep's record and returns a matplotlib ``Figure``: runtime, bandwidth, speedup, launch
-overhead.  A simulated sweep has no times: its figures say so in words and draw no curve.  Regime bands are computed from the data by
-:func:`helpers.lessons.sweep.analysis.regimes_of`, never drawn by hand.
-"""
+"""What notebook 05 shows of a size sweep: its tables and figures (a simulated sweep's say in words that it has
+no times).  Regime bands are computed from the data (:func:`helpers.lessons.sweep.analysis.regimes_of`)."""
 
 from __future__ import annotations
 
@@ -244,9 +239,6 @@ def save_all(sweep: Sweep, folder: Path, overhead: LaunchOverhead | None = None)
         plt.close(figure)
         paths.append(path)
     return paths
-
-
-# --- tables ------------------------------------------------------------------------------------
 
 
 def summary_table(sweep: Sweep, sizes: Sequence[int] = (2**20, 2**24, 2**28), mode: str = "loop") -> str:

@@ -1,8 +1,4 @@
-"""The records of lesson 08 (``transfers.json``, ``two_gpus.json``).
-
-Written by ``python -m helpers.lessons.transfers host-link`` and ``two-gpus``
-(:mod:`helpers.lessons.transfers.measure`), read back with ``helpers.results.load(Transfers)``.
-"""
+"""The records of lesson 08 (``transfers.json``, ``two_gpus.json``)."""
 
 from __future__ import annotations
 
