@@ -128,11 +128,16 @@ class Provenance:
 
 @dataclasses.dataclass(kw_only=True)
 class Record:
-    """Base of every result record: subclasses set ``SCHEMA`` and ``VERSION`` and add fields."""
+    """Base of every result record: a subclass names its file and layout, ``class Sweep(Record, schema="bench_sweep",
+    version=2)`` (its ``SCHEMA`` and ``VERSION``), and adds fields."""
 
     SCHEMA: ClassVar[str] = ""
     VERSION: ClassVar[int] = 1
     provenance: Provenance | None = None
+
+    def __init_subclass__(cls, schema: str = "", version: int = 0, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.SCHEMA, cls.VERSION = schema or cls.SCHEMA, version or cls.VERSION
 
 
 @dataclasses.dataclass

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers.results import Record
 
@@ -57,11 +56,9 @@ class CompileFusion:
 
 
 @dataclass(kw_only=True)
-class SeedClaims(Record):
+class SeedClaims(Record, schema="seed_claims", version=1):
     """The three measurements together; any part may be missing (``None``) with the reason in ``errors``."""
 
-    SCHEMA: ClassVar[str] = "seed_claims"
-    VERSION: ClassVar[int] = 1
     lanes: LaneCount | None
     kernels: list[KernelUse] | None
     ncu_metrics: list[str]

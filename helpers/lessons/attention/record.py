@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers import results
 from helpers.lessons.softmax.record import Measured
@@ -21,9 +20,7 @@ class AttentionRow:
 
 
 @dataclass
-class AttentionBench(results.Record):
-    SCHEMA: ClassVar[str] = "reductions_attention"
-    VERSION: ClassVar[int] = 1
+class AttentionBench(results.Record, schema="reductions_attention", version=1):
     peak_fp32_flops: float | None
     rows: list[AttentionRow] = field(default_factory=list)
 
@@ -38,9 +35,7 @@ class KernelDram:
 
 
 @dataclass
-class AttentionDram(results.Record):
-    SCHEMA: ClassVar[str] = "reductions_attention_ncu"
-    VERSION: ClassVar[int] = 1
+class AttentionDram(results.Record, schema="reductions_attention_ncu", version=1):
     length: int
     heads: int
     kernels: list[KernelDram]

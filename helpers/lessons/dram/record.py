@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers.results import Record
 
@@ -94,11 +93,9 @@ class NcuRecord(Record):
 
 
 @dataclass(kw_only=True)
-class NcuDram(NcuRecord):
+class NcuDram(NcuRecord, schema="ncu_dram", version=3):
     """Nsight Compute's DRAM bytes per launch beside the ledger's count, per cache policy."""
 
-    SCHEMA: ClassVar[str] = "ncu_dram"
-    VERSION: ClassVar[int] = 3
     sizes: list[int]
     modes: dict[str, NcuMode]  # by ncu --cache-control value: "all" (flushed before each kernel), "none" (kept)
     agreement_check: AgreementCheck
@@ -121,11 +118,9 @@ class CorpusLaunch:
 
 
 @dataclass(kw_only=True)
-class NcuCorpus(NcuRecord):
+class NcuCorpus(NcuRecord, schema="ncu_corpus", version=1):
     """The series kernels and a few corpus shapes at one large size: ledger against ncu's DRAM bytes."""
 
-    SCHEMA: ClassVar[str] = "ncu_corpus"
-    VERSION: ClassVar[int] = 1
     n: int
     cache_control: str
     command: str = ""

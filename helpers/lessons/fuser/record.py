@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers.results import Record
 
@@ -27,9 +26,7 @@ class FuserRow:
 
 
 @dataclass(kw_only=True)
-class FuserVsCompile(Record):
-    SCHEMA: ClassVar[str] = "fuser_vs_torch_compile"
-    VERSION: ClassVar[int] = 2
+class FuserVsCompile(Record, schema="fuser_vs_torch_compile", version=2):
     expression: str
     rows: list[FuserRow] = field(default_factory=list)
     timing: str = ("GPU time: CUDA events, launches queued behind a hold kernel (host cost hidden), median of 50; "

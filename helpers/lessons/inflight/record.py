@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers.lessons.inflight.model import (DIAGNOSTICS, SHAPES, average_in_flight_factor, curve_points,
                                             implied_latency_ns, predict_gbs, probe_chain)
@@ -107,11 +106,9 @@ class PipelinePoint:
 
 
 @dataclass(kw_only=True)
-class BytesInFlight(Record):
+class BytesInFlight(Record, schema="bytes_in_flight", version=1):
     """Latency, the bandwidth-against-bytes-in-flight curve, and the series' kernels, in one run."""
 
-    SCHEMA: ClassVar[str] = "bytes_in_flight"
-    VERSION: ClassVar[int] = 1
     sms: int
     block_size: int
     repeats: int

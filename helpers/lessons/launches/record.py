@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers.results import Claim, Record
 from helpers.sizes import BLOCK_SIZE
@@ -97,11 +96,9 @@ class Settings:
 
 
 @dataclass(kw_only=True)
-class LaunchesRun(Record):
+class LaunchesRun(Record, schema="launches", version=1):
     """Host cost per launch against arguments, and the 2x2 of fusion and graphs over sizes."""
 
-    SCHEMA: ClassVar[str] = "launches"
-    VERSION: ClassVar[int] = 1
     simulated: bool
     note: str
     settings: Settings

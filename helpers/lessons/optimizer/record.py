@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers import results
 from helpers.lessons.softmax.record import Measured
@@ -19,7 +18,5 @@ class AdamWRow:
 
 
 @dataclass
-class AdamWBench(results.Record):
-    SCHEMA: ClassVar[str] = "reductions_adamw"
-    VERSION: ClassVar[int] = 1
+class AdamWBench(results.Record, schema="reductions_adamw", version=1):
     rows: list[AdamWRow] = field(default_factory=list)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers.results import Claim, Record
 
@@ -46,11 +45,9 @@ class RooflineRun:
 
 
 @dataclass(kw_only=True)
-class Roofline(Record):
+class Roofline(Record, schema="roofline", version=2):
     """Notebook 07's run: each fused variant against torch.compile and the 3:1 streaming kernels."""
 
-    SCHEMA: ClassVar[str] = "roofline"
-    VERSION: ClassVar[int] = 2
     expression: str
     dtype: str
     s: float

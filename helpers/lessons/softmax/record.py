@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers import results
 
@@ -30,8 +29,6 @@ class SoftmaxRow:
 
 
 @dataclass
-class SoftmaxBench(results.Record):
-    SCHEMA: ClassVar[str] = "reductions_softmax"
-    VERSION: ClassVar[int] = 1
+class SoftmaxBench(results.Record, schema="reductions_softmax", version=1):
     copy_ceiling_gbs: float | None
     rows: list[SoftmaxRow] = field(default_factory=list)

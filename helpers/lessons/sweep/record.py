@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers.results import Claim, Record
 
@@ -68,11 +67,9 @@ class Measurement:
 
 
 @dataclass(kw_only=True)
-class Sweep(Record):
+class Sweep(Record, schema="bench_sweep", version=2):
     """The size sweep of ``out = (a + b) * c / s``: every sample, and what was checked."""
 
-    SCHEMA: ClassVar[str] = "bench_sweep"
-    VERSION: ClassVar[int] = 2
     benchmark: str
     simulated: bool
     note: str
@@ -97,11 +94,9 @@ class LauncherCost:
 
 
 @dataclass(kw_only=True)
-class LaunchOverhead(Record):
+class LaunchOverhead(Record, schema="launch_overhead", version=2):
     """Host cost of one launch, per launcher."""
 
-    SCHEMA: ClassVar[str] = "launch_overhead"
-    VERSION: ClassVar[int] = 2
     simulated: bool
     note: str
     n: int = 0
