@@ -57,21 +57,10 @@ from typing import Any
 import numpy as np
 
 from .backend import is_simulator
-from .counting import (
-    ArgInfo,
-    ArrayTraffic,
-    CannotAttribute,
-    HostCopy,
-    LaunchArgs,
-    Traffic,
-    copies_for_a_count,
-    naming_arguments,
-    recording_arguments,
-    simulated_traffic,
-    static_traffic,
-    traffic_from_touches,
-)
+from .counting import (ArgInfo, ArrayTraffic, CannotAttribute, HostCopy, LaunchArgs, Traffic, copies_for_a_count,
+                       naming_arguments, recording_arguments, simulated_traffic, static_traffic, traffic_from_touches)
 from .counting.other_backend import SIMULATOR, OtherBackendError, run_under
+from .counting.record import summed
 from .launch_hook import KernelCall, Proceed, on_launch
 
 ENGINES = ("auto", "static", "dynamic")
@@ -136,27 +125,13 @@ class Launch:
     def writes(self) -> list[str]:
         return [a.name for a in self.counted_arrays() if a.bytes_written]
 
-    @property
-    def bytes_read(self) -> int:
-        return sum(a.bytes_read for a in self.counted_arrays())
-
-    @property
-    def bytes_written(self) -> int:
-        return sum(a.bytes_written for a in self.counted_arrays())
+    bytes_read, bytes_written = summed("counted_arrays", "bytes_read"), summed("counted_arrays", "bytes_written")
+    bytes_to_device = summed("host_copies", "to_device", "Bytes copied host -> device before this launch.")
+    bytes_to_host = summed("host_copies", "to_host", "Bytes copied device -> host after this launch.")
 
     @property
     def trips(self) -> int:
         return int(self.bytes_read > 0) + int(self.bytes_written > 0)
-
-    @property
-    def bytes_to_device(self) -> int:
-        """Bytes copied host -> device before this launch (implicit copies of host arrays)."""
-        return sum(c.to_device for c in self.host_copies)
-
-    @property
-    def bytes_to_host(self) -> int:
-        """Bytes copied device -> host after this launch."""
-        return sum(c.to_host for c in self.host_copies)
 
     @property
     def host_trips(self) -> int:
@@ -239,17 +214,7 @@ class Ledger:
         """The problem size n: the largest array any launch touched."""
         return max((launch.elements for launch in self.launches), default=0)
 
-    @property
-    def trips(self) -> int:
-        return sum(launch.trips for launch in self.launches)
-
-    @property
-    def bytes_read(self) -> int:
-        return sum(launch.bytes_read for launch in self.launches)
-
-    @property
-    def bytes_written(self) -> int:
-        return sum(launch.bytes_written for launch in self.launches)
+    trips, bytes_read, bytes_written = (summed("launches", a) for a in ("trips", "bytes_read", "bytes_written"))
 
     @property
     def bytes_moved(self) -> int:
@@ -262,18 +227,8 @@ class Ledger:
         return self.bytes_moved / self.elements
 
     # --- host <-> device copies (only with allow_host_arrays=True) ---------------
-    @property
-    def host_trips(self) -> int:
-        """Host <-> device trips made by implicit copies (0 when every array was on the device)."""
-        return sum(launch.host_trips for launch in self.launches)
-
-    @property
-    def bytes_to_device(self) -> int:
-        return sum(launch.bytes_to_device for launch in self.launches)
-
-    @property
-    def bytes_to_host(self) -> int:
-        return sum(launch.bytes_to_host for launch in self.launches)
+    host_trips = summed("launches", "host_trips", "Host <-> device trips made by implicit copies (0 when none).")
+    bytes_to_device, bytes_to_host = summed("launches", "bytes_to_device"), summed("launches", "bytes_to_host")
 
     def host_bytes_per_element(self) -> float:
         """Bytes copied over the host link (both directions) per element of the problem."""

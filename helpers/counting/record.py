@@ -78,6 +78,15 @@ def copying_for_a_count() -> bool:
     return _counting_copies[0] > 0
 
 
+def summed(items: str, attribute: str, doc: str | None = None) -> property:
+    """A property: ``attribute`` summed over ``self.<items>`` (a list, or a method that returns one)."""
+    def total(self: Any) -> Any:
+        found = getattr(self, items)
+        return sum(getattr(item, attribute) for item in (found() if callable(found) else found))
+
+    return property(total, doc=doc)
+
+
 def is_array(value: Any) -> bool:
     """True for an array argument (NumPy, a device array, real or simulated); False for a scalar."""
     return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, np.generic)
@@ -319,13 +328,7 @@ class Traffic:
         """Bytes written, by array name."""
         return {a.name: a.bytes_written for a in self.arrays}
 
-    @property
-    def bytes_read(self) -> int:
-        return sum(a.bytes_read for a in self.arrays)
-
-    @property
-    def bytes_written(self) -> int:
-        return sum(a.bytes_written for a in self.arrays)
+    bytes_read, bytes_written = summed("arrays", "bytes_read"), summed("arrays", "bytes_written")
 
     def per_array(self) -> dict[str, tuple[int, int]]:
         """``{array: (bytes read, bytes written)}`` for every array argument."""

@@ -40,15 +40,8 @@ from helpers.timing import MIN_HOLD_US, hold_kernel, us_per_hold_iteration
 
 from .record import Timed
 
-__all__ = ["MIN_HOLD_US", "CudaGraph", "GraphsNeedGPU", "NotCapturable", "SimulatedStream", "capture", "check_capturable",
-           "counted", "time_calls"]
-
-GRAPHS_NEED_GPU = (
-    "CUDA graphs need a GPU: the simulator runs each kernel as Python code and cannot record "
-    "launches into a graph"
-)
-
-
+GRAPHS_NEED_GPU = ("CUDA graphs need a GPU: the simulator runs each kernel as Python code and cannot record "
+                   "launches into a graph")
 NO_LAUNCHES = "the pipeline made no Numba launches: there is nothing to record"
 
 PIPELINE_SHAPE = ("a function of the stream to launch on, e.g. "
@@ -112,9 +105,7 @@ def timing_event_options() -> Any:
 
 def _close(thing: Any) -> None:
     """Release a cuda.core object now where this version can (older ones free it when collected)."""
-    close = getattr(thing, "close", None)
-    if close is not None:
-        close()
+    getattr(thing, "close", lambda: None)()
 
 
 def legacy_stream() -> Any:
@@ -153,16 +144,12 @@ def _refuse_host_copies(kernel: str, args: Sequence[Any], hosts: Sequence[str | 
     for position, (arg, host) in enumerate(zip(args, hosts), 1):
         where = f"argument {position} of {kernel}"
         if host == "array":
-            raise NotCapturable(
-                f"{where} is a host NumPy array. Numba copies a host array to the GPU "
-                "before every launch and back after it, and a graph cannot record those copies. "
-                "Copy it once before capturing, e.g. `a_gpu = cuda.to_device(a)`, and launch on `a_gpu`."
-            )
+            raise NotCapturable(f"{where} is a host NumPy array. Numba copies a host array to the GPU before every "
+                                "launch and back after it, and a graph cannot record those copies. Copy it once "
+                                "before capturing, e.g. `a_gpu = cuda.to_device(a)`, and launch on `a_gpu`.")
         if host is not None:
-            raise NotCapturable(
-                f"{where} is a host array in a cuda.{host} hint, which asks for a copy around "
-                "the launch; a graph cannot record it. Copy the array to the device once before capturing."
-            )
+            raise NotCapturable(f"{where} is a host array in a cuda.{host} hint, which asks for a copy around the "
+                                "launch; a graph cannot record it. Copy the array to the device once before capturing.")
         if isinstance(arg, (list, tuple)) and any(isinstance(x, np.ndarray) for x in arg):
             raise NotCapturable(f"{where} holds host NumPy arrays; pass device arrays (cuda.to_device) instead.")
 
@@ -199,11 +186,9 @@ class SimulatedStream(int):
 
 
 def _wrong_stream(name: str) -> NotCapturable:
-    return NotCapturable(
-        f"{name} was launched on another stream than the one the pipeline was given, so a "
-        f"graph would not record it: write {name}[grid, block, stream](...) with the "
-        "pipeline's `stream` argument."
-    )
+    return NotCapturable(f"{name} was launched on another stream than the one the pipeline was given, so a "
+                         f"graph would not record it: write {name}[grid, block, stream](...) with the pipeline's "
+                         "`stream` argument.")
 
 
 class _Watch:
@@ -213,9 +198,8 @@ class _Watch:
     """
 
     def __init__(self, expected: Any, *, run: bool, adopt: Any = None) -> None:
-        self.expected = expected
+        self.expected, self.adopt = expected, adopt
         self.run = run  # False in the simulator: check and note, but do not execute
-        self.adopt = adopt
         self.launches: list[CapturedLaunch] = []
         self._subscription = ExitStack()
 
@@ -259,10 +243,7 @@ class CudaGraph:
     """A recorded sequence of launches, replayed on one ``cuda.core`` stream."""
 
     def __init__(self, graph: Any, stream: Any, launches: list[CapturedLaunch], name: str) -> None:
-        self._graph = graph
-        self.stream = stream
-        self.launches = launches
-        self.name = name
+        self._graph, self.stream, self.launches, self.name = graph, stream, launches, name
 
     def replay(self, stream: Any = None) -> None:
         """Queue one replay of every recorded launch (returns at once, like a launch), on the graph's own

@@ -15,10 +15,10 @@ import numpy as np
 from numba import cuda
 
 from helpers.backend import is_simulator
-from helpers.checks import check_close, poison, random_inputs
+from helpers.checks import random_inputs
 from helpers.device import banner, device_name
 from helpers.harness.cli import Command
-from helpers.lessons.transfers.multigpu import (check_nbytes, gpu_count, gpu_name, link_between, needs_two_gpus, on_gpu,
+from helpers.lessons.transfers.multigpu import (check_nbytes, checked_timings, gpu_count, gpu_name, link_between, needs_two_gpus, on_gpu,
                                                 peer_access, peer_copy_bandwidth, ready, split_pipeline)
 from helpers.lessons.transfers.record import PipelineOnHost, Transfers, TwoGpus
 from helpers.lessons.transfers.report import host_link_lines, plot_transfers, two_gpus_lines
@@ -92,27 +92,14 @@ def pipeline_timings(n: int, repeats: int = 5) -> dict[str, Timing] | None:
     dev = {name: cuda.to_device(x) for name, x in (("a", a), ("b", b), ("c", c))}
     dev.update({name: cuda.to_device(x) for name, x in host.items()})
     runs = {  # the same launches on host arrays (Numba copies them in and out) and on device arrays
-        "three kernels, host arrays": lambda: launch_three(a, b, c, s, host["t1"], host["t2"], host["out"]),
-        "fused, host arrays": lambda: launch_fused(a, b, c, s, host["out"]),
-        "three kernels, on device": lambda: launch_three(dev["a"], dev["b"], dev["c"], s, dev["t1"], dev["t2"],
-                                                         dev["out"]),
-        "fused, on device": lambda: launch_fused(dev["a"], dev["b"], dev["c"], s, dev["out"]),
+        "three kernels, host arrays": (lambda: launch_three(a, b, c, s, host["t1"], host["t2"], host["out"]),
+                                       host["out"]),
+        "fused, host arrays": (lambda: launch_fused(a, b, c, s, host["out"]), host["out"]),
+        "three kernels, on device": (lambda: launch_three(dev["a"], dev["b"], dev["c"], s, dev["t1"], dev["t2"],
+                                                          dev["out"]), dev["out"]),
+        "fused, on device": (lambda: launch_fused(dev["a"], dev["b"], dev["c"], s, dev["out"]), dev["out"]),
     }
-    expected = reference(a, b, c, s)
-    timings: dict[str, Timing] = {}
-    for label, run in runs.items():
-        target = host if "host" in label else dev
-        if "host" in label:
-            target["out"][:] = np.nan  # poison, so that an unwritten element is caught
-        else:
-            poison(target["out"])
-        run()
-        cuda.synchronize()
-        check_close(target["out"], expected, name=f"out ({label})")
-        timing = time_gpu(run, label=label, repeats=repeats, warmup=1)
-        assert timing is not None
-        timings[label] = timing
-    return timings
+    return checked_timings(runs, reference(a, b, c, s), repeats, warmup=1)  # type: ignore[return-value]
 
 
 def measure_two_gpus(nbytes: int = 2**28, n: int | None = None, repeats: int = 20) -> TwoGpus | None:

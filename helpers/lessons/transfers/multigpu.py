@@ -190,19 +190,29 @@ def peer_copy_bandwidth(nbytes: int, src: int = 0, dst: int = 1, repeats: int = 
     return _summary(timing, path=path, nbytes=nbytes, gbs=timing.bandwidth_gbs(nbytes))
 
 
+def checked_timings(runs: dict[str, tuple[Callable[[], None], Any]], expected: np.ndarray, repeats: int, *,
+                    check: str = "{}", label: str = "{}", **timing: Any) -> dict[str, Timing | None]:
+    """Each ``run`` checked against NumPy (its ``out``, host or device, poisoned first), then timed; ``check`` and
+    ``label`` word the check's name and the timing's label from the run's."""
+    timings = {}
+    for name, (run, out) in runs.items():
+        if isinstance(out, np.ndarray):
+            out[:] = np.nan
+        else:
+            poison(out)
+        run()
+        cuda.synchronize()
+        check_close(out, expected, name=f"out ({check.format(name)})")
+        timings[name] = time_gpu(run, label=label.format(name), repeats=repeats, **timing)
+    return timings
+
+
 def _one_gpu(gpu: int, arrays: tuple[Any, ...], expected: np.ndarray, repeats: int) -> dict[str, Timing | None]:
     """The three-kernel and fused pipelines on GPU ``gpu`` (current), each checked against NumPy, then timed."""
     a, b, c, s, t1, t2, out = arrays
-    singles = {"three kernels": lambda: launch_three(a, b, c, s, t1, t2, out),
-               "fused": lambda: launch_fused(a, b, c, s, out)}
-    timings = {}
-    for label, run in singles.items():
-        poison(out)
-        run()
-        cuda.synchronize()
-        check_close(out, expected, name=f"out ({label}, one GPU)")
-        timings[label] = time_gpu(run, label=f"{label} on GPU{gpu}", repeats=repeats)
-    return timings
+    return checked_timings({"three kernels": (lambda: launch_three(a, b, c, s, t1, t2, out), out),
+                            "fused": (lambda: launch_fused(a, b, c, s, out), out)},
+                           expected, repeats, check="{}, one GPU", label=f"{{}} on GPU{gpu}")
 
 
 def split_pipeline(n: int, repeats: int = 20, src: int = 0, dst: int = 1) -> dict[str, Any] | None:
