@@ -60,7 +60,7 @@ from .backend import is_simulator
 from .counting import (ArgInfo, ArrayTraffic, CannotAttribute, HostCopy, LaunchArgs, Traffic, copies_for_a_count,
                        naming_arguments, recording_arguments, simulated_traffic, static_traffic, traffic_from_touches)
 from .counting.other_backend import SIMULATOR, OtherBackendError, run_under
-from .counting.record import summed
+from .counting.record import short_number, summed
 from .launch_hook import KernelCall, Proceed, on_launch
 
 ENGINES = ("auto", "static", "dynamic")
@@ -174,10 +174,6 @@ class Totals:
     counted_by: str
 
 
-def _number(x: float) -> str:
-    return f"{x:g}" if x == int(x) else f"{x:.2f}"
-
-
 @dataclass
 class Ledger:
     """Records every kernel launch made inside its ``with`` block."""
@@ -241,14 +237,14 @@ class Ledger:
         n = self.elements
         line = (
             f"{self.name}: {len(self.launches)} launch{'es' if len(self.launches) != 1 else ''}, "
-            f"{self.trips} trips, {_number(self.bytes_per_element())} bytes per element "
-            f"({_number(self.bytes_read / n)} read + {_number(self.bytes_written / n)} written)"
+            f"{self.trips} trips, {short_number(self.bytes_per_element())} bytes per element "
+            f"({short_number(self.bytes_read / n)} read + {short_number(self.bytes_written / n)} written)"
         )
         if self.host_trips:
             line += (
-                f"\n  + {self.host_trips} host trips: {_number(self.host_bytes_per_element())} bytes per "
-                f"element over the host link ({_number(self.bytes_to_device / n)} host->device + "
-                f"{_number(self.bytes_to_host / n)} device->host)"
+                f"\n  + {self.host_trips} host trips: {short_number(self.host_bytes_per_element())} bytes per "
+                f"element over the host link ({short_number(self.bytes_to_device / n)} host->device + "
+                f"{short_number(self.bytes_to_host / n)} device->host)"
             )
         return line
 
@@ -260,21 +256,12 @@ class Ledger:
         if host:
             rows[0] += ("host->device B/elem", "device->host B/elem", "host trips")
         for i, launch in enumerate(self.launches, 1):
-            row: tuple[str, ...] = (
-                str(i),
-                launch.kernel,
-                ", ".join(launch.reads) or "-",
-                ", ".join(launch.writes) or "-",
-                _number(launch.bytes_read / n),
-                _number(launch.bytes_written / n),
-                str(launch.trips),
-            )
+            row: tuple[str, ...] = (str(i), launch.kernel, ", ".join(launch.reads) or "-",
+                                    ", ".join(launch.writes) or "-", short_number(launch.bytes_read / n),
+                                    short_number(launch.bytes_written / n), str(launch.trips))
             if host:
-                row += (
-                    _number(launch.bytes_to_device / n),
-                    _number(launch.bytes_to_host / n),
-                    str(launch.host_trips),
-                )
+                row += (short_number(launch.bytes_to_device / n), short_number(launch.bytes_to_host / n),
+                        str(launch.host_trips))
             rows.append(row)
         widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
         return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
@@ -347,7 +334,7 @@ def compare(first: Ledger, second: Ledger) -> str:
     lines = [
         first.summary(),
         second.summary(),
-        f"{first.name} moves {_number(first.bytes_per_element() / second.bytes_per_element())}x "
+        f"{first.name} moves {short_number(first.bytes_per_element() / second.bytes_per_element())}x "
         f"the bytes of {second.name}",
     ]
     return "\n".join(lines)

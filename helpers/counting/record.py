@@ -9,7 +9,7 @@ array, in bytes.  A refusal (:class:`CannotAttribute` and its kinds) is worded h
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from math import prod
 from typing import Any, Iterator, Protocol, Sequence
 
@@ -76,6 +76,11 @@ def copies_for_a_count() -> Iterator[None]:
 def copying_for_a_count() -> bool:
     """True inside :func:`copies_for_a_count`."""
     return _counting_copies[0] > 0
+
+
+def short_number(x: float) -> str:
+    """``16`` for a whole number, ``10.67`` otherwise: how a count per element is printed."""
+    return f"{x:g}" if x == int(x) else f"{x:.2f}"
 
 
 def summed(items: str, attribute: str, doc: str | None = None) -> property:
@@ -194,13 +199,11 @@ class ArgInfo:
         raise TypeError(f"`{name}` is a {type(value).__name__}; a kernel takes arrays and numbers")
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "is_array": self.is_array, "dtype": self.dtype, "shape": list(self.shape),
-                "itemsize": self.itemsize, "strides": list(self.strides), "value": self.value, "host": self.host}
+        return {**asdict(self), "shape": list(self.shape), "strides": list(self.strides)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ArgInfo":
-        return cls(data["name"], data["is_array"], data["dtype"], tuple(data["shape"]), data["itemsize"],
-                   tuple(data["strides"]), data["value"], data.get("host"))
+        return cls(**{**data, "shape": tuple(data["shape"]), "strides": tuple(data["strides"])})
 
 
 def _numba_name(dtype: np.dtype) -> str:

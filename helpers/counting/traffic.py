@@ -27,7 +27,7 @@ from .emulate import emulate
 from .other_backend import SIMULATOR, OtherBackendError, run_under
 from .ptx import compile_ptx
 from .ptx.compile import python_function
-from .record import ArgInfo, CannotAttribute, ElementCounts, LaunchArgs, Traffic, copies_for_a_count
+from .record import ArgInfo, CannotAttribute, ElementCounts, LaunchArgs, Traffic, copies_for_a_count, short_number
 
 Dims = int | Sequence[int]
 
@@ -295,10 +295,8 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
     name = _kernel_name(kernel)
     threads = prod(_dims(griddim)) * prod(_dims(blockdim))
     if threads > 20_000:
-        raise ValueError(
-            f"{threads} threads would take minutes in the simulator (about 5k threads/s); "
-            "count a small launch instead: bytes per element do not depend on n"
-        )
+        raise ValueError(f"{threads} threads would take minutes in the simulator (about 5k threads/s); "
+                         "count a small launch instead: bytes per element do not depend on n")
     carried = function_spec(python_function(kernel))  # refused here, naming the global, before anything is copied
     with tempfile.TemporaryDirectory() as tmp:
         arrays: dict[str, np.ndarray] = {}
@@ -308,14 +306,8 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
                 _describe(i, a, record.args[i], arrays, spec)
         path = os.path.join(tmp, "arrays.npz")
         np.savez(path, **arrays)
-        request = {
-            "kernel": carried,
-            "grid": list(_dims(griddim)),
-            "block": list(_dims(blockdim)),
-            "args": spec,
-            "names": record.names,
-            "arrays": path,
-        }
+        request = {"kernel": carried, "grid": list(_dims(griddim)), "block": list(_dims(blockdim)), "args": spec,
+                   "names": record.names, "arrays": path}
         try:
             result = run_under(SIMULATOR, "helpers.counting.traffic:simulate_request", request)
         except OtherBackendError as exc:
@@ -352,21 +344,15 @@ def compare_counts(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[An
     return Comparison(simulated.kernel, static, simulated, reason)
 
 
-def _per_element(nbytes: int, n: int) -> str:
-    value = nbytes / n
-    return f"{value:g}" if value == int(value) else f"{value:.2f}"
-
-
 def comparison_table(rows: Sequence[Comparison], n: int) -> str:
     """Bytes per element (read + written) counted both ways, one row per launch."""
+    def both(t: Traffic) -> str:
+        return f"{short_number(t.bytes_read / n)} + {short_number(t.bytes_written / n)}"
+
     header = ("kernel", "PTX (static)", "simulator", "agree")
     lines = [header]
     for r in rows:
-        sim = f"{_per_element(r.simulated.bytes_read, n)} + {_per_element(r.simulated.bytes_written, n)}"
-        if r.static is None:
-            static = "cannot attribute"
-        else:
-            static = f"{_per_element(r.static.bytes_read, n)} + {_per_element(r.static.bytes_written, n)}"
-        lines.append((r.kernel, static, sim, "yes" if r.agree else "NO"))
+        static = "cannot attribute" if r.static is None else both(r.static)
+        lines.append((r.kernel, static, both(r.simulated), "yes" if r.agree else "NO"))
     widths = [max(len(row[c]) for row in lines) for c in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in lines)

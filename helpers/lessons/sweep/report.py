@@ -23,18 +23,10 @@ from .record import LaunchOverhead, Sweep
 
 PNG_NAMES = {"runtime": "sweep_runtime.png", "bandwidth": "sweep_bandwidth.png", "headline": "headline.png",
              "overhead": "launch_overhead.png"}
-COLORS = {
-    "numba three kernels": "#c44e52",
-    "numba fused": "#4c72b0",
-    "numba fused (best)": "#1f3f7a",
-    "numba three kernels + graph": "#e8a09a",
-    "numba fused + graph": "#0b1f4d",
-    "numpy (CPU)": "#8c8c8c",
-    "cupy ElementwiseKernel": "#55a868",
-    "torch eager": "#dd8452",
-    "torch.compile": "#8172b3",
-    "device copy": "#222222",
-}
+COLORS = {"numba three kernels": "#c44e52", "numba fused": "#4c72b0", "numba fused (best)": "#1f3f7a",
+          "numba three kernels + graph": "#e8a09a", "numba fused + graph": "#0b1f4d", "numpy (CPU)": "#8c8c8c",
+          "cupy ElementwiseKernel": "#55a868", "torch eager": "#dd8452", "torch.compile": "#8172b3",
+          "device copy": "#222222"}
 REGIME_COLORS = {sa.LAUNCH_BOUND: "#f2d7d5", sa.L2_RESIDENT: "#d5e8d4", sa.DRAM_BOUND: "#dae8fc", sa.TRANSITION: "#ffffff"}
 PIPELINES = ("numba three kernels", "numba fused")
 
