@@ -45,13 +45,10 @@ def run_under(backend: str, entry: str, request: dict[str, Any], timeout: float 
                               capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         raise OtherBackendError(f"{entry} took longer than {timeout:g} s under the {backend}") from exc
-    reply: dict[str, Any] | None = None
-    lines = done.stdout.strip().splitlines()
-    if lines:
-        try:
-            reply = json.loads(lines[-1])
-        except json.JSONDecodeError:
-            reply = None
+    try:
+        reply: dict[str, Any] | None = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        reply = None
     if reply is None or "result" not in reply:
         error = (reply or {}).get("error") or _last_error(done.stderr) or f"exit status {done.returncode}"
         raise OtherBackendError(error, (reply or {}).get("kind", ""))

@@ -37,7 +37,8 @@ def _out(text: str) -> Path:
         existing = existing.parent
     if not existing.is_dir():
         what = "is a file" if existing == folder else f"is inside {existing}, which is a file"
-        raise argparse.ArgumentTypeError(f"--out {folder} {what}, not a folder: give a folder for the JSON and PNG files")
+        raise argparse.ArgumentTypeError(f"--out {folder} {what}, not a folder: give a folder for the JSON and PNG "
+                                         "files")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise argparse.ArgumentTypeError(f"--out {folder}: cannot write in {existing} (permission denied)")
     return folder

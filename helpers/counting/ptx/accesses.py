@@ -184,12 +184,8 @@ def _unattributed(accesses: list[GlobalAccess], reason: str) -> list[GlobalAcces
 
 
 def _one_iteration(regions: dict[int, list[GlobalAccess]], loops: list[tuple[int, int]]) -> list[GlobalAccess]:
-    """The accesses of one source iteration, from the loop copies the compiler made.
-
-    An unrolled grid-stride loop appears as a remainder loop (one copy of the body)
-    and a main loop (k copies).  The copy with the fewest accesses is one
-    iteration; every other loop must hold a whole multiple of it.
-    """
+    """The accesses of one source iteration, from the loop copies the compiler made: an unrolled grid-stride loop
+    is a remainder loop (one copy) and a main loop (k copies), each a whole multiple of the smallest."""
     nested = any(a != b and loops[a][0] <= loops[b][0] and loops[b][1] <= loops[a][1]
                  for a in range(len(loops)) for b in range(len(loops)))
     every = [a for group in regions.values() for a in group]
@@ -207,12 +203,8 @@ def _one_iteration(regions: dict[int, list[GlobalAccess]], loops: list[tuple[int
 
 
 def analyze_ptx(ptx: str, argtypes: Sequence[ArgType]) -> PtxCounts:
-    """Count and attribute the global loads and stores of the first kernel in ``ptx``.
-
-    Every access ends up either attributed to one array argument or with a
-    ``reason`` it cannot be (data-dependent index or branch, several arrays, a
-    loop of unknown trip count): a count is never silently guessed.
-    """
+    """Count and attribute the global loads and stores of the first kernel in ``ptx``: every access is attributed
+    to one array argument, or has the ``reason`` it cannot be (a count is never silently guessed)."""
     program = parse(ptx)
     expected = sum(a.n_params for a in argtypes)
     if program.n_params != expected:

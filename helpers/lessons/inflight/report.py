@@ -235,10 +235,8 @@ def plot_curve(record: BytesInFlight, show_kernels: bool = True) -> Any:
                            edgecolors="black", linewidths=0.5, zorder=5)
         ax.scatter([], [], marker="*", s=90, color="white", edgecolors="black", label="series kernels (colour: mix)")
     ax.set_xscale("log", base=2)
-    ax.set_xlim(0.5, 512)
-    ax.set_ylim(0, 1.12 * (record.datasheet_gbs or max(p.gbs or 0 for p in record.probes)))
-    ax.set_xlabel("bytes in flight per SM (KiB, reads)")
-    ax.set_ylabel("achieved GB/s (read + write)")
+    ax.set(xlim=(0.5, 512), ylim=(0, 1.12 * (record.datasheet_gbs or max(p.gbs or 0 for p in record.probes))),
+           xlabel="bytes in flight per SM (KiB, reads)", ylabel="achieved GB/s (read + write)")
     return _titled(fig, ax, record, "bandwidth against the bytes each SM keeps in flight", 10, 7, "lower right")
 
 

@@ -41,9 +41,7 @@ def plot_argument_costs(record: LaunchesRun) -> Any:
     for which, label, style in (("lazy", "@cuda.jit (lazy)", "o-"), ("explicit", "explicit signature", "s--"),
                                 ("graph", "graph of that one launch, replayed", "^-")):
         _ = ax.plot(x, [getattr(c, which) for c in costs], style, label=label)
-    ax.set_xlabel("array arguments")
-    ax.set_ylabel("host time per launch (µs)")
-    ax.set_ylim(bottom=0)
+    ax.set(xlabel="array arguments", ylabel="host time per launch (µs)", ylim=(0, None))
     ax.grid(alpha=0.3)
     ax.legend()
     ax.set_title(f"one launch at n = {record.settings.argument_n}")
@@ -67,9 +65,8 @@ def plot_two_by_two(record: LaunchesRun, mode: str = "loop", labels: Sequence[st
             width = 2.4 if label in NUMBA_VARIANTS else 1.4
             _ = ax.plot(xs, ys, style, marker="o", markersize=3, lw=width, label=label, color=COLORS.get(label))
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("n (float32 elements)")
-    ax.set_ylabel("time per call (µs)" + (", launch included" if mode == "loop" else ", GPU only"))
+    ax.set(yscale="log", xlabel="n (float32 elements)",
+           ylabel="time per call (µs)" + (", launch included" if mode == "loop" else ", GPU only"))
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -121,8 +121,7 @@ def draw_runtime(ax: Axes, sweep: Sweep, mode: str = "loop", labels: Sequence[st
                         textcoords="offset points", ha="right", va="center", fontsize=8, color=COLORS.get(label))
     _l2_line(ax, sweep)
     _log2_axis(ax)
-    ax.set_yscale("log")
-    ax.set_ylabel("median time (ms)")
+    ax.set(yscale="log", ylabel="median time (ms)")
 
 
 def plot_sweep_runtime(sweep: Sweep) -> Figure:
@@ -176,8 +175,7 @@ def plot_speedup(sweep: Sweep) -> Figure:
     launch_ratio = three.launches / fused.launches
     _reference_line(ax, launch_ratio, f"launch ratio {launch_ratio:g}", color="grey", ls="--")
     _log2_axis(ax)
-    ax.set_ylabel("three kernels / fused (time)")
-    ax.set_ylim(0, max(launch_ratio, bytes_ratio) * 1.3)
+    ax.set(ylabel="three kernels / fused (time)", ylim=(0, max(launch_ratio, bytes_ratio) * 1.3))
     return _finish(fig, ax, title, sweep, title="timing mode", title_fontsize=8)
 
 

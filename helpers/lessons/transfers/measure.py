@@ -18,8 +18,9 @@ from helpers.backend import is_simulator
 from helpers.checks import random_inputs
 from helpers.device import banner, device_name
 from helpers.harness.cli import Command
-from helpers.lessons.transfers.multigpu import (check_nbytes, checked_timings, gpu_count, gpu_name, link_between, needs_two_gpus, on_gpu,
-                                                peer_access, peer_copy_bandwidth, ready, split_pipeline)
+from helpers.lessons.transfers.multigpu import (check_nbytes, checked_timings, gpu_count, gpu_name, link_between,
+                                                needs_two_gpus, on_gpu, peer_access, peer_copy_bandwidth, ready,
+                                                split_pipeline)
 from helpers.lessons.transfers.record import PipelineOnHost, Transfers, TwoGpus
 from helpers.lessons.transfers.report import host_link_lines, plot_transfers, two_gpus_lines
 from helpers.pipeline import launch_fused, launch_three, reference
