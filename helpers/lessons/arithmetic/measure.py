@@ -192,29 +192,22 @@ def measure(parts: Sequence[str] = PARTS) -> SeedClaims:
     return claims
 
 
-def _all(args: argparse.Namespace) -> SeedClaims:
-    claims = measure()
-    print(summary(claims))
-    return claims
-
-
-def _one(part: str) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        print(summary(measure((part,))))
-        return 0
+def _printed(claims: Callable[[], SeedClaims], keep: bool = False) -> Callable[[argparse.Namespace], SeedClaims | int]:
+    """A command that prints ``claims()``'s summary, and returns the record to write when it should ``keep`` it."""
+    def run(args: argparse.Namespace) -> SeedClaims | int:
+        made = claims()
+        print(summary(made))
+        return made if keep else 0
 
     return run
 
 
-def _show(args: argparse.Namespace) -> int:
-    print(summary(load(SeedClaims)))
-    return 0
-
-
 COMMANDS = [
-    Command("all", "the three parts, written to results/<device>/seed_claims.json", _all),
-    Command("lanes", "count the FP32 lanes (printed, not written)", _one("lanes")),
-    Command("ncu", "how busy the SMs and the DRAM are, under ncu (printed, not written)", _one("ncu")),
-    Command("compile", "what torch.compile makes of the expression (printed, not written)", _one("compile")),
-    Command("show", "print the committed result", _show),
+    Command("all", "the three parts, written to results/<device>/seed_claims.json", _printed(measure, keep=True)),
+    Command("lanes", "count the FP32 lanes (printed, not written)", _printed(lambda: measure(("lanes",)))),
+    Command("ncu", "how busy the SMs and the DRAM are, under ncu (printed, not written)",
+            _printed(lambda: measure(("ncu",)))),
+    Command("compile", "what torch.compile makes of the expression (printed, not written)",
+            _printed(lambda: measure(("compile",)))),
+    Command("show", "print the committed result", _printed(lambda: load(SeedClaims))),
 ]

@@ -15,7 +15,6 @@ from helpers.backend import is_simulator
 from helpers.device import banner
 from helpers.harness.campaign import Builder, Case, Pool, on_device, run_cases
 from helpers.harness.cli import Command
-from helpers.harness.device_checks import poison_on_device
 from helpers.harness.peers import numba_fused, prepare, torch_compiled
 from helpers.lessons.fuser.fuser import fuse
 from helpers.lessons.fuser.record import Contender, FuserRow, FuserVsCompile
@@ -30,13 +29,7 @@ S = 1.5
 def fuser_peer(pool: Pool) -> Builder:
     """The tiny fuser's kernel of the expression, launched through its checks."""
     fused = fuse(lambda a, b, c, s: (a + b) * c / s, scalars=("s",))
-
-    def case(n: int) -> Case:
-        a, b, c, _, _, out = pool.views(n)
-        return Case(lambda: fused[blocks_for(n), BLOCK_SIZE](a, b, c, pool.s, out), lambda: out,
-                    lambda: poison_on_device(out))
-
-    return case
+    return numba_fused(pool, lambda a, b, c, s, out: fused[blocks_for(out.size), BLOCK_SIZE](a, b, c, s, out))
 
 
 PEERS = {"fuser": fuser_peer, "hand-written": numba_fused,

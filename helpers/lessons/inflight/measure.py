@@ -24,7 +24,7 @@ from helpers.device import (banner, clock_hz, datasheet_bandwidth_gbs, registers
 from helpers.harness.campaign import Case, Checked, Pool, run_cases
 from helpers.harness.cli import Command
 from helpers.harness.device_checks import poison_on_device
-from helpers.harness.peers import require_gpu
+from helpers.harness.peers import numba_fused, numba_three, require_gpu
 from helpers.lessons.inflight import report
 from helpers.lessons.inflight.kernels import (CHAINS, LINE_BYTES, OPS_PER_STEP, chain_reference, chase_buffer,
                                               chase_kernel, chase_reference, kernel_launchers, probe_expected,
@@ -33,7 +33,6 @@ from helpers.lessons.inflight.model import (DIAGNOSTICS, NEAR_PERCENT, PIPELINES
                                             bytes_in_flight_per_sm, percent_off, threads_per_sm)
 from helpers.lessons.inflight.record import BytesInFlight, ChasePoint, KernelPoint, OpLatency, PipelinePoint, ProbePoint
 from helpers.lessons.roofline.kernels import VARIANTS, run_naive
-from helpers.pipeline import launch_three
 from helpers.results import Claim, folder_for, save
 from helpers.sizes import BLOCK_SIZE, blocks_for
 from helpers.timing import copy_bandwidth, time_gpu
@@ -259,23 +258,12 @@ def measure_pipelines(n: int = (1 << 26) + 3, repeats: int = 15, s: float = 1.7)
     """The four corners of the 2x2, each checked against NumPy, then timed end to end."""
     require_gpu("the 2x2")
     pool = Pool(n, seed=9, s=s)
-    runs: dict[str, Callable[..., None]] = {
-        "three kernels, 4-byte": lambda a, b, c, t1, t2, out: launch_three(a, b, c, pool.s, t1, t2, out),
-        "fused, 4-byte": lambda a, b, c, t1, t2, out: run_naive(a, b, c, pool.s, out),
-        "three kernels, 16-byte": lambda a, b, c, t1, t2, out: run_three_vec4(a, b, c, pool.s, t1, t2, out),
-        "fused, 16-byte": lambda a, b, c, t1, t2, out: VARIANTS["vec4"](a, b, c, pool.s, out),
-    }
-
-    def builder(name: str) -> Callable[[int], Case]:
-        def case(m: int) -> Case:
-            views = pool.views(m)
-            return Case(lambda: runs[name](*views), lambda: views[5], lambda: poison_on_device(*views[3:]))
-
-        return case
-
+    builders = {"three kernels, 4-byte": numba_three(pool), "fused, 4-byte": numba_fused(pool, run_naive),
+                "three kernels, 16-byte": numba_three(pool, run_three_vec4),
+                "fused, 16-byte": numba_fused(pool, VARIANTS["vec4"])}
     rows = {name: PipelinePoint(name=name, width_bytes=width, kernels=kernels, bytes_per_element=per_element, n=n)
             for name, (width, kernels, per_element) in PIPELINES.items()}
-    _checked_and_timed({name: builder(name) for name in PIPELINES}, n, pool, rows, repeats, lambda *_: None)
+    _checked_and_timed(builders, n, pool, rows, repeats, lambda *_: None)
     return list(rows.values())
 
 

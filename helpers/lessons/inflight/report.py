@@ -28,9 +28,6 @@ def _kib(nbytes: float | None) -> str:
     return "-" if not nbytes else f"{nbytes / 1024:.0f}"
 
 
-# --- the model's numbers ----------------------------------------------------------------------------
-
-
 def needed_in_flight_per_sm(record: BytesInFlight, gbs: float, reads: int = 3) -> float | None:
     """Read bytes per SM that must be in flight to sustain ``gbs`` (read+write) at the measured DRAM latency."""
     latency = record.dram_latency_ns()
@@ -89,7 +86,6 @@ def sweep_ratio(implementations: tuple[str, str] = ("torch eager", "torch.compil
     times = {m.implementation: m.median_ms for m in sweep.measurements if m.n == n and m.mode == "gpu"}
     first, second = (times.get(k) for k in implementations)
     return None if not first or not second else first / second
-
 
 
 # --- the tables (each notebook prints them in a checked cell: their layouts are fixed) ---------------
@@ -201,9 +197,6 @@ def summary(record: BytesInFlight) -> str:
     lines.append(table([[p.name, p.median_ms, pipeline_prediction_ms(record, p.name), p.bitwise_equal, p.error or ""]
                         for p in record.pipelines], ["pipeline", "ms", "model ms", "bitwise", ""], align="lrrrl"))
     return "\n".join(lines + [c.line() for c in record.claims])
-
-
-# --- the figures ---------------------------------------------------------------------------------
 
 
 def plot_curve(record: BytesInFlight, show_kernels: bool = True) -> Any:

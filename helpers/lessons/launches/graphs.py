@@ -287,12 +287,8 @@ def capture(pipeline: Callable[[Any], object], *, name: str = "graph", stream: A
     """
     _check_pipeline(pipeline, "capture")
     if is_simulator():
-        simulated = SimulatedStream()
-        with _Watch(simulated, run=False, adopt=simulated if adopt_default_stream else None) as watch:
-            pipeline(simulated)
-        if not watch.launches:
-            raise ValueError(NO_LAUNCHES)
-        count, kernels = len(watch.launches), ", ".join(launch.kernel for launch in watch.launches)
+        launches = _in_simulator(pipeline, run=False, adopt=adopt_default_stream)
+        count, kernels = len(launches), ", ".join(launch.kernel for launch in launches)
         launched = f"{count} launches ({kernels}) were" if count > 1 else f"1 launch ({kernels}) was"
         raise GraphsNeedGPU(f"{GRAPHS_NEED_GPU}. The {launched} checked: all their arrays are on the device, "
                             "and all go on the pipeline's stream.")
@@ -300,6 +296,16 @@ def capture(pipeline: Callable[[Any], object], *, name: str = "graph", stream: A
     if warm_up:
         _direct(pipeline, stream, adopt_default_stream)
     return _record(pipeline, stream, name, adopt=adopt_default_stream)
+
+
+def _in_simulator(pipeline: Callable[[Any], object], *, run: bool, adopt: bool = False) -> list[CapturedLaunch]:
+    """``pipeline`` given the simulator's stand-in stream, every launch checked (and, with ``run``, made)."""
+    simulated = SimulatedStream()
+    with _Watch(simulated, run=run, adopt=simulated if adopt else None) as watch:
+        pipeline(simulated)
+    if not watch.launches:
+        raise ValueError(NO_LAUNCHES)
+    return watch.launches
 
 
 def _direct(pipeline: Callable[[Any], object], stream: Any, adopt: bool = False) -> None:
@@ -336,11 +342,8 @@ def counted(pipeline: Callable[[Any], object], name: str) -> Ledger:
     on a GPU it counts the capture itself, in the simulator the launches made directly."""
     _check_pipeline(pipeline, "counted")
     if is_simulator():
-        simulated = SimulatedStream()
-        with Ledger(name) as ledger, _Watch(simulated, run=True) as watch:  # the check first, then the count
-            pipeline(simulated)
-        if not watch.launches:
-            raise ValueError(NO_LAUNCHES)
+        with Ledger(name) as ledger:
+            _in_simulator(pipeline, run=True)  # the check first, then the count
         return ledger
     stream = default_stream()
     _direct(pipeline, stream)  # checked (and compiled) outside the capture
