@@ -93,7 +93,7 @@ def torch_compile(function: Callable[..., Any], mode: str | None = None, dynamic
 
 
 def numba_three(pool: Pool, launch: Callable[..., None] = launch_three) -> Builder:
-    """The chapter's three kernels (add, multiply, scale on the default stream), or ``launch(a, b, c, s, t1, t2, out)``."""
+    """The chapter's three kernels (add, multiply, scale), or ``launch(a, b, c, s, t1, t2, out)``."""
     def case(n: int) -> Case:
         a, b, c, t1, t2, out = pool.views(n)
         return Case(lambda: launch(a, b, c, pool.s, t1, t2, out), lambda: out, lambda: poison_on_device(t1, t2, out))
