@@ -57,21 +57,10 @@ from typing import Any
 import numpy as np
 
 from .backend import is_simulator
-from .counting import (
-    ArgInfo,
-    ArrayTraffic,
-    CannotAttribute,
-    HostCopy,
-    LaunchArgs,
-    Traffic,
-    copies_for_a_count,
-    naming_arguments,
-    recording_arguments,
-    simulated_traffic,
-    static_traffic,
-    traffic_from_touches,
-)
+from .counting import (ArgInfo, ArrayTraffic, CannotAttribute, HostCopy, LaunchArgs, Traffic, copies_for_a_count,
+                       naming_arguments, recording_arguments, simulated_traffic, static_traffic, traffic_from_touches)
 from .counting.other_backend import SIMULATOR, OtherBackendError, run_under
+from .counting.record import short_number, summed
 from .launch_hook import KernelCall, Proceed, on_launch
 
 ENGINES = ("auto", "static", "dynamic")
@@ -136,27 +125,13 @@ class Launch:
     def writes(self) -> list[str]:
         return [a.name for a in self.counted_arrays() if a.bytes_written]
 
-    @property
-    def bytes_read(self) -> int:
-        return sum(a.bytes_read for a in self.counted_arrays())
-
-    @property
-    def bytes_written(self) -> int:
-        return sum(a.bytes_written for a in self.counted_arrays())
+    bytes_read, bytes_written = summed("counted_arrays", "bytes_read"), summed("counted_arrays", "bytes_written")
+    bytes_to_device = summed("host_copies", "to_device", "Bytes copied host -> device before this launch.")
+    bytes_to_host = summed("host_copies", "to_host", "Bytes copied device -> host after this launch.")
 
     @property
     def trips(self) -> int:
         return int(self.bytes_read > 0) + int(self.bytes_written > 0)
-
-    @property
-    def bytes_to_device(self) -> int:
-        """Bytes copied host -> device before this launch (implicit copies of host arrays)."""
-        return sum(c.to_device for c in self.host_copies)
-
-    @property
-    def bytes_to_host(self) -> int:
-        """Bytes copied device -> host after this launch."""
-        return sum(c.to_host for c in self.host_copies)
 
     @property
     def host_trips(self) -> int:
@@ -199,10 +174,6 @@ class Totals:
     counted_by: str
 
 
-def _number(x: float) -> str:
-    return f"{x:g}" if x == int(x) else f"{x:.2f}"
-
-
 @dataclass
 class Ledger:
     """Records every kernel launch made inside its ``with`` block."""
@@ -239,17 +210,7 @@ class Ledger:
         """The problem size n: the largest array any launch touched."""
         return max((launch.elements for launch in self.launches), default=0)
 
-    @property
-    def trips(self) -> int:
-        return sum(launch.trips for launch in self.launches)
-
-    @property
-    def bytes_read(self) -> int:
-        return sum(launch.bytes_read for launch in self.launches)
-
-    @property
-    def bytes_written(self) -> int:
-        return sum(launch.bytes_written for launch in self.launches)
+    trips, bytes_read, bytes_written = (summed("launches", a) for a in ("trips", "bytes_read", "bytes_written"))
 
     @property
     def bytes_moved(self) -> int:
@@ -262,18 +223,8 @@ class Ledger:
         return self.bytes_moved / self.elements
 
     # --- host <-> device copies (only with allow_host_arrays=True) ---------------
-    @property
-    def host_trips(self) -> int:
-        """Host <-> device trips made by implicit copies (0 when every array was on the device)."""
-        return sum(launch.host_trips for launch in self.launches)
-
-    @property
-    def bytes_to_device(self) -> int:
-        return sum(launch.bytes_to_device for launch in self.launches)
-
-    @property
-    def bytes_to_host(self) -> int:
-        return sum(launch.bytes_to_host for launch in self.launches)
+    host_trips = summed("launches", "host_trips", "Host <-> device trips made by implicit copies (0 when none).")
+    bytes_to_device, bytes_to_host = summed("launches", "bytes_to_device"), summed("launches", "bytes_to_host")
 
     def host_bytes_per_element(self) -> float:
         """Bytes copied over the host link (both directions) per element of the problem."""
@@ -286,14 +237,14 @@ class Ledger:
         n = self.elements
         line = (
             f"{self.name}: {len(self.launches)} launch{'es' if len(self.launches) != 1 else ''}, "
-            f"{self.trips} trips, {_number(self.bytes_per_element())} bytes per element "
-            f"({_number(self.bytes_read / n)} read + {_number(self.bytes_written / n)} written)"
+            f"{self.trips} trips, {short_number(self.bytes_per_element())} bytes per element "
+            f"({short_number(self.bytes_read / n)} read + {short_number(self.bytes_written / n)} written)"
         )
         if self.host_trips:
             line += (
-                f"\n  + {self.host_trips} host trips: {_number(self.host_bytes_per_element())} bytes per "
-                f"element over the host link ({_number(self.bytes_to_device / n)} host->device + "
-                f"{_number(self.bytes_to_host / n)} device->host)"
+                f"\n  + {self.host_trips} host trips: {short_number(self.host_bytes_per_element())} bytes per "
+                f"element over the host link ({short_number(self.bytes_to_device / n)} host->device + "
+                f"{short_number(self.bytes_to_host / n)} device->host)"
             )
         return line
 
@@ -305,21 +256,12 @@ class Ledger:
         if host:
             rows[0] += ("host->device B/elem", "device->host B/elem", "host trips")
         for i, launch in enumerate(self.launches, 1):
-            row: tuple[str, ...] = (
-                str(i),
-                launch.kernel,
-                ", ".join(launch.reads) or "-",
-                ", ".join(launch.writes) or "-",
-                _number(launch.bytes_read / n),
-                _number(launch.bytes_written / n),
-                str(launch.trips),
-            )
+            row: tuple[str, ...] = (str(i), launch.kernel, ", ".join(launch.reads) or "-",
+                                    ", ".join(launch.writes) or "-", short_number(launch.bytes_read / n),
+                                    short_number(launch.bytes_written / n), str(launch.trips))
             if host:
-                row += (
-                    _number(launch.bytes_to_device / n),
-                    _number(launch.bytes_to_host / n),
-                    str(launch.host_trips),
-                )
+                row += (short_number(launch.bytes_to_device / n), short_number(launch.bytes_to_host / n),
+                        str(launch.host_trips))
             rows.append(row)
         widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
         return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
@@ -392,7 +334,7 @@ def compare(first: Ledger, second: Ledger) -> str:
     lines = [
         first.summary(),
         second.summary(),
-        f"{first.name} moves {_number(first.bytes_per_element() / second.bytes_per_element())}x "
+        f"{first.name} moves {short_number(first.bytes_per_element() / second.bytes_per_element())}x "
         f"the bytes of {second.name}",
     ]
     return "\n".join(lines)

@@ -49,7 +49,8 @@ class ResultError(ValueError):
     """A result file that is missing, or that does not match the record it should hold."""
 
 
-def _version(package: str) -> str | None:
+def package_version(package: str) -> str | None:
+    """The installed version of ``package``, or ``None``."""
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
@@ -100,7 +101,7 @@ class Provenance:
             compute_capability=None if is_simulator() else list(compute_capability()),
             cuda_driver=driver_version(),
             python=platform.python_version(),
-            versions={p: _version(p) for p in PACKAGES},
+            versions={p: package_version(p) for p in PACKAGES},
             date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             cpu=_cpu(),
         )
@@ -128,11 +129,16 @@ class Provenance:
 
 @dataclasses.dataclass(kw_only=True)
 class Record:
-    """Base of every result record: subclasses set ``SCHEMA`` and ``VERSION`` and add fields."""
+    """Base of every result record: a subclass names its file and layout, ``class Sweep(Record, schema="bench_sweep",
+    version=2)`` (its ``SCHEMA`` and ``VERSION``), and adds fields."""
 
     SCHEMA: ClassVar[str] = ""
     VERSION: ClassVar[int] = 1
     provenance: Provenance | None = None
+
+    def __init_subclass__(cls, schema: str = "", version: int = 0, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.SCHEMA, cls.VERSION = schema or cls.SCHEMA, version or cls.VERSION
 
 
 @dataclasses.dataclass

@@ -292,7 +292,7 @@ def test_replays_are_timed_on_their_stream():
     a, b, c, t1, t2, out = _arrays(1024)
     graph = graphs.capture(three_pipeline(a, b, c, np.float32(2.0), t1, t2, out))
     timing = graphs.time_calls(graph.replay, graph.stream, repeats=5, burst=20)
-    assert timing is not None and timing.host_median_us > 0 and timing.gpu_median_ms > 0 and timing.loop_median_ms > 0
+    assert timing is not None and timing.host > 0 and timing.gpu > 0 and timing.loop > 0
     assert len(timing.gpu_ms) == 5 and timing.hold_us >= graphs.MIN_HOLD_US
 
 

@@ -21,7 +21,7 @@ from numba.core import errors as numba_errors
 from ..backend import is_simulator
 from ..counting import CannotAttribute
 from ..counting.other_backend import OtherBackendError
-from ..counting.ptx import _global_names, compile_ptx, describe_arg
+from ..counting.ptx import compile_ptx, describe_arg, global_names
 from .watch import Launched
 
 _PREFIX = re.compile(r"^(?:[\w.]+\.)?\w+(?:Error|Construct): ")
@@ -72,7 +72,7 @@ def _plain_functions(py_func: Any, seen: set[Any] | None = None) -> list[str]:
     seen = set() if seen is None else seen
     seen.add(py_func)
     found = []
-    for name in sorted(_global_names(py_func.__code__)):
+    for name in sorted(global_names(py_func.__code__)):
         value = py_func.__globals__.get(name)
         inner = getattr(value, "py_func", None) or getattr(value, "fn", None)
         if inspect.isfunction(value):

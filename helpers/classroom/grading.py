@@ -47,8 +47,7 @@ import numpy as np
 from ..backend import is_simulator
 from ..checks import default_tolerance
 from ..counting import CannotAttribute, OutOfBounds
-from ..counting.emulate import DATA_INDEX
-from ..counting.record import DataDependentBranch, LinkedCall
+from ..counting.record import DATA_INDEX, DataDependentBranch, LinkedCall
 from ..ledger import Launch, Ledger, counting_engine, current_engine
 from ..sizes import BLOCK_SIZE, _whole_number, blocks_for
 from .exercise import Alternative, Exercise, Inputs

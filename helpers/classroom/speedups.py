@@ -20,7 +20,7 @@ import argparse
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -65,11 +65,9 @@ class ExerciseTiming:
 
 
 @dataclass(kw_only=True)
-class ExerciseSpeedups(results.Record):
+class ExerciseSpeedups(results.Record, schema="exercise_speedups", version=1):
     """The reference solutions of every exercise, timed on one GPU."""
 
-    SCHEMA: ClassVar[str] = "exercise_speedups"
-    VERSION: ClassVar[int] = 1
     rows: list[ExerciseTiming] = field(default_factory=list)
 
     def row(self, exercise: int) -> ExerciseTiming | None:

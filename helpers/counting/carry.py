@@ -1,23 +1,11 @@
-"""Carry a kernel to a simulator subprocess: its source and every global name it uses.
+"""Carry a kernel to a simulator subprocess (the dynamic count on a GPU): its source and every global it uses.
 
-On a GPU the dynamic engine counts a launch by running it in Numba's CUDA simulator in
-a subprocess (:func:`helpers.counting.traffic.simulate_request`).  The kernel's source
-alone is not enough there: a kernel reads module globals (``math``, ``float32``, a
-constant, a device function, ``load4`` from :mod:`helpers.lessons.roofline.kernels`).  This module
-describes each of them as data (:func:`function_spec`) and rebuilds them in the
-subprocess (:func:`build_function`):
-
-* a module is imported by name;
-* a number, a string, ``None`` or a NumPy scalar is carried by value;
-* an object that an importable module holds (not ``__main__``) is imported again from
-  that module, *under the simulator*: roofline's ``load4`` becomes its Python stand-in
-  there, a helpers device function its simulator twin, ``float32`` Numba's type;
-* a Numba device function defined in a notebook (``__main__``) is carried as source,
-  with its own globals, recursively;
-* anything else is refused, naming the global and the kernel (:class:`CannotAttribute`),
-  before the subprocess starts.
-
-The values a closure captured (a kernel made by a factory) are carried the same way.
+:func:`function_spec` describes each global (and each value a closure captured) as data, and
+:func:`build_function` rebuilds them in the subprocess: a module is imported by name; a number, a
+string, ``None`` or a NumPy scalar travels by value; an object an importable module holds is
+imported again from it *under the simulator* (roofline's ``load4`` becomes its Python stand-in, a
+helpers device function its simulator twin); a device function defined in a notebook travels as
+source, recursively.  Anything else is refused, naming the global, before the subprocess starts.
 """
 
 from __future__ import annotations
@@ -32,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .ptx import global_names, strip_decorators
+from .ptx.compile import function_source, global_names, python_function
 from .record import CannotAttribute
 
 _CONSTANTS = (bool, int, float, str, type(None))
@@ -40,20 +28,13 @@ _WELL_KNOWN = ("numba", "numpy", "math")  # where a bare name such as float32 is
 
 
 def function_spec(py_func: Any, _stack: tuple[Any, ...] = ()) -> dict[str, Any]:
-    """``py_func`` as data a simulator subprocess can rebuild: ``{"name", "source", "globals", "paths"}``.
-
-    ``paths`` are the folders the subprocess must add to ``sys.path`` to import what is
-    carried by import (a test module's folder, say).  Raises :class:`CannotAttribute`
-    for a global that cannot be carried.
-    """
+    """``py_func`` as data a simulator subprocess can rebuild: ``{"name", "source", "globals", "paths"}``, ``paths``
+    the folders it must add to ``sys.path`` (a test module's, say); :class:`CannotAttribute` for what cannot travel."""
     name = py_func.__name__
     if py_func in _stack:
         raise CannotAttribute(f"{_stack[0].__name__} calls the device function {name} recursively, "
                               "which the simulator count does not carry")
-    try:
-        source = strip_decorators(inspect.getsource(py_func))
-    except (OSError, TypeError) as exc:
-        raise CannotAttribute(f"cannot read the source of {name}: {exc}") from exc
+    source = function_source(py_func)
     carried: dict[str, Any] = {}
     paths: list[str] = []
     for global_name, value in _names_used(py_func, _stack or (py_func,)):
@@ -94,8 +75,8 @@ def _carry(name: str, value: Any, owner: Any, stack: tuple[Any, ...]) -> dict[st
     if home is not None:
         where, root = home
         return {"import": where, "paths": [root] if root else []}
-    inner = getattr(value, "py_func", None) or getattr(value, "fn", None)
-    if inner is not None and inspect.isfunction(inner):
+    inner = python_function(value)
+    if inner is not value and inspect.isfunction(inner):
         spec = function_spec(inner, stack)
         return {"device": spec, "paths": spec.pop("paths")}
     module = getattr(owner, "__module__", None)
@@ -188,11 +169,7 @@ def _rebuild(name: str, how: dict[str, Any], kernel: str, cuda: Any) -> Any:
 
 
 def spec_request(request: dict[str, Any]) -> dict[str, Any]:
-    """:func:`function_spec` of the kernel ``request["kernel"]`` (``"module:name"``), made in this process.
-
-    Run under the real compiler by :mod:`.other_backend`, it shows, without a GPU, what a GPU
-    process sends for a kernel whose globals are GPU-only objects (roofline's intrinsics).
-    """
+    """:func:`function_spec` of the kernel ``request["kernel"]`` (``"module:name"``), made in this process: run under
+    the real compiler, it shows without a GPU what a GPU process sends for a kernel with GPU-only globals."""
     module_name, _, attribute = request["kernel"].partition(":")
-    kernel = _lookup(importlib.import_module(module_name), attribute)
-    return function_spec(getattr(kernel, "py_func", None) or kernel)
+    return function_spec(python_function(_lookup(importlib.import_module(module_name), attribute)))

@@ -1,16 +1,9 @@
 """Run one function under the other CUDA backend, in a short-lived subprocess.
 
-Numba chooses its CUDA backend (the simulator or the real compiler and driver) once,
-when it is first imported, so a process cannot use both.  Three jobs need the other
-one: compiling a kernel to PTX while the lesson runs in the simulator (NVVM needs no
-GPU), counting a launch in the simulator while the lesson runs on a GPU, and
-compiling the roofline kernels for their register counts.
-
-The request is data: the name of a function in a helpers module (``"module:function"``)
-and a JSON-serialisable dict it is called with.  The function's JSON result comes back;
-if it raises, :class:`OtherBackendError` carries its exception type and full message.
-Run as ``python -m helpers.counting.other_backend`` it reads ``{"entry", "request"}``
-from stdin and writes ``{"result"}`` or ``{"error"}`` to stdout.
+Numba chooses its backend (the simulator or the real compiler) once, at import, so a process cannot
+use both: compiling to PTX in the simulator and counting in the simulator on a GPU need the other.
+The request is data: a helpers function (``"module:function"``) and a JSON dict it is called with;
+its JSON result comes back, or an :class:`OtherBackendError` with its exception's type and message.
 """
 
 from __future__ import annotations
@@ -30,11 +23,8 @@ _ROOT = str(Path(__file__).resolve().parents[2])
 
 
 class OtherBackendError(RuntimeError):
-    """The function failed under the other backend (the message is its own error).
-
-    ``kind`` is the name of the exception's class there (``"IndexError"``, say), so a
-    caller can raise the same kind of error here as the same code raises in-process.
-    """
+    """The function failed under the other backend (the message is its own error); ``kind`` names the exception's
+    class there (``"IndexError"``, say), so a caller can raise the same kind here."""
 
     def __init__(self, message: str, kind: str = "") -> None:
         super().__init__(message)
@@ -55,13 +45,10 @@ def run_under(backend: str, entry: str, request: dict[str, Any], timeout: float 
                               capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         raise OtherBackendError(f"{entry} took longer than {timeout:g} s under the {backend}") from exc
-    reply: dict[str, Any] | None = None
-    lines = done.stdout.strip().splitlines()
-    if lines:
-        try:
-            reply = json.loads(lines[-1])
-        except json.JSONDecodeError:
-            reply = None
+    try:
+        reply: dict[str, Any] | None = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        reply = None
     if reply is None or "result" not in reply:
         error = (reply or {}).get("error") or _last_error(done.stderr) or f"exit status {done.returncode}"
         raise OtherBackendError(error, (reply or {}).get("kind", ""))

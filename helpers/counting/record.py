@@ -1,29 +1,19 @@
 """The shared definitions of both counting engines: a count, a launch's arguments, and a refusal.
 
-Each launch's arguments are described once, as a :class:`LaunchArgs` (names, which are
-arrays, dtypes, shapes, scalar values, which ones Numba copies from the host), by the
-launch hook (:mod:`helpers.launch_hook`), and that record is passed down to whichever
-engine counts the launch.  Whether a value is an array is decided here only
-(:func:`is_array`).
-
-A count has one shape from the engine to the notebook: both engines count, per argument,
-the distinct elements each thread loads and stores (:class:`ElementCounts`), and
-:meth:`LaunchArgs.traffic` turns those into one :class:`ArrayTraffic` row per array, in
-bytes, which :class:`Traffic` and the ledger's launches keep as they are.
-
-A refusal (:class:`CannotAttribute` and its kinds) is worded here once: :data:`DATA_INDEX`,
-:data:`DATA_BRANCH` and each kind's ``of``.
+A launch's arguments are described once (:class:`LaunchArgs`, built by :mod:`helpers.launch_hook`) and
+passed to whichever engine counts it; both count the distinct elements each thread loads and stores
+(:class:`ElementCounts`), which :meth:`LaunchArgs.traffic` turns into one :class:`ArrayTraffic` row per
+array, in bytes.  A refusal (:class:`CannotAttribute` and its kinds) is worded here once.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from math import prod
 from typing import Any, Iterator, Protocol, Sequence
 
 import numpy as np
-
 
 DATA_INDEX = "its address depends on a value loaded from memory (a data-dependent index such as x[idx[i]])"
 DATA_BRANCH = "whether it runs depends on a value loaded from memory (a data-dependent branch such as if x[i] > 0)"
@@ -44,11 +34,8 @@ class OutOfBounds(CannotAttribute):
 
 
 class DataDependentBranch(CannotAttribute):
-    """Whether an access runs depends on a value loaded from memory (``if x[i] > 0: out[i] = ...``).
-
-    The kernel may be right; the static counter cannot follow it.  The dynamic engine,
-    which runs the kernel, can: a caller that must have a count may use that one instead.
-    """
+    """Whether an access runs depends on a value loaded from memory (``if x[i] > 0: out[i] = ...``): the kernel
+    may be right, and the dynamic engine, which runs it, can count it."""
 
     @classmethod
     def of(cls, kernel: str) -> "DataDependentBranch":
@@ -77,11 +64,8 @@ _counting_copies: list[int] = [0]
 
 @contextmanager
 def copies_for_a_count() -> Iterator[None]:
-    """Mark the copies between host and device made inside as the counter's own, not the caller's.
-
-    On a GPU the dynamic engine copies a launch's arrays to the host to replay them in
-    the simulator; a watcher of the caller's copies (the grader's) leaves these out.
-    """
+    """Mark the copies made inside (the dynamic engine's, of a launch's arrays) as the counter's own, not the
+    caller's: a watcher of the caller's copies (the grader's) leaves them out."""
     _counting_copies[0] += 1
     try:
         yield
@@ -92,6 +76,20 @@ def copies_for_a_count() -> Iterator[None]:
 def copying_for_a_count() -> bool:
     """True inside :func:`copies_for_a_count`."""
     return _counting_copies[0] > 0
+
+
+def short_number(x: float) -> str:
+    """``16`` for a whole number, ``10.67`` otherwise: how a count per element is printed."""
+    return f"{x:g}" if x == int(x) else f"{x:.2f}"
+
+
+def summed(items: str, attribute: str, doc: str | None = None) -> property:
+    """A property: ``attribute`` summed over ``self.<items>`` (a list, or a method that returns one)."""
+    def total(self: Any) -> Any:
+        found = getattr(self, items)
+        return sum(getattr(item, attribute) for item in (found() if callable(found) else found))
+
+    return property(total, doc=doc)
 
 
 def is_array(value: Any) -> bool:
@@ -175,10 +173,8 @@ class ArgInfo:
 
     @classmethod
     def of(cls, name: str, value: Any, host: str | None = None) -> "ArgInfo":
-        """Describe one argument value (raises ``TypeError``, naming it, for what a kernel cannot take).
-
-        ``host`` says that Numba copies it from the host (see the field); the value is then the host array itself.
-        """
+        """Describe one argument value (``TypeError``, naming it, for what a kernel cannot take); with ``host``,
+        Numba copies it from the host and the value is the host array itself."""
         if value is None:
             raise TypeError(f"`{name}` is None: pass an array or a number")
         if is_array(value):
@@ -203,13 +199,11 @@ class ArgInfo:
         raise TypeError(f"`{name}` is a {type(value).__name__}; a kernel takes arrays and numbers")
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "is_array": self.is_array, "dtype": self.dtype, "shape": list(self.shape),
-                "itemsize": self.itemsize, "strides": list(self.strides), "value": self.value, "host": self.host}
+        return {**asdict(self), "shape": list(self.shape), "strides": list(self.strides)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ArgInfo":
-        return cls(data["name"], data["is_array"], data["dtype"], tuple(data["shape"]), data["itemsize"],
-                   tuple(data["strides"]), data["value"], data.get("host"))
+        return cls(**{**data, "shape": tuple(data["shape"]), "strides": tuple(data["strides"])})
 
 
 def _numba_name(dtype: np.dtype) -> str:
@@ -251,10 +245,8 @@ class LaunchArgs:
         return tuple(a.argtype for a in self.args)
 
     def traffic(self, counts: Counts) -> list[ArrayTraffic]:
-        """One row per array argument name, in argument order: an engine's element counts, in bytes.
-
-        An array passed twice (under one name) is one row, its bytes summed.
-        """
+        """One row per array argument name, in argument order (an array passed twice is one row, summed):
+        an engine's element counts, in bytes."""
         rows: dict[str, ArrayTraffic] = {}
         for i, info in self.arrays():
             row = rows.setdefault(info.name, ArrayTraffic(info.name, info.itemsize, info.size))
@@ -339,13 +331,7 @@ class Traffic:
         """Bytes written, by array name."""
         return {a.name: a.bytes_written for a in self.arrays}
 
-    @property
-    def bytes_read(self) -> int:
-        return sum(a.bytes_read for a in self.arrays)
-
-    @property
-    def bytes_written(self) -> int:
-        return sum(a.bytes_written for a in self.arrays)
+    bytes_read, bytes_written = summed("arrays", "bytes_read"), summed("arrays", "bytes_written")
 
     def per_array(self) -> dict[str, tuple[int, int]]:
         """``{array: (bytes read, bytes written)}`` for every array argument."""

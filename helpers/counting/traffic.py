@@ -1,21 +1,11 @@
 """Count a launch's memory traffic two ways and put the counts side by side.
 
-* **Static** (:func:`static_traffic`): the compiled PTX (:mod:`helpers.counting.ptx`)
-  followed on the host for every thread of the launch, on the integers only
-  (:mod:`helpers.counting.emulate`), recording the elements each thread touches.
-* **Simulated** (:func:`simulated_traffic`): the kernel runs in Numba's CUDA
-  simulator, and every element each thread loads or stores is recorded.
-
-Both count the same thing, by definition: the *distinct* elements each thread
-reads from and writes to each array.  A thread that reads ``x[i]`` twice makes one
-load (the second read comes from a register: the compiler usually removes it, and
-the static counter drops it where the compiler could not); a read of an element the
-thread has just written is not a load either.  ``x[i]`` and ``x[i + 1]`` are two
-loads.  With that definition the two counts agree exactly, and the tests check it
-for every kernel of the series and a corpus of kernels a student could write
+**Static** (:func:`static_traffic`): the compiled PTX followed on the host for every thread, on the
+integers only.  **Simulated** (:func:`simulated_traffic`): the kernel run in Numba's CUDA simulator.
+Both count, by definition, the *distinct* elements each thread reads from and writes to each array:
+``x[i]`` read twice is one load (the second comes from a register), a read of an element the thread
+has just written is none, ``x[i]`` and ``x[i + 1]`` are two.  So defined the two agree exactly
 (tests/test_corpus.py), or the static count refuses with the construct it cannot follow.
-
-The third count, Nsight Compute's DRAM bytes, is in :mod:`helpers.lessons.dram.measure`.
 """
 
 from __future__ import annotations
@@ -36,7 +26,8 @@ from .carry import build_function, function_spec
 from .emulate import emulate
 from .other_backend import SIMULATOR, OtherBackendError, run_under
 from .ptx import compile_ptx
-from .record import ArgInfo, CannotAttribute, ElementCounts, LaunchArgs, Traffic, copies_for_a_count
+from .ptx.compile import python_function
+from .record import ArgInfo, CannotAttribute, ElementCounts, LaunchArgs, Traffic, copies_for_a_count, short_number
 
 Dims = int | Sequence[int]
 
@@ -51,11 +42,8 @@ def _dims(dim: Any) -> tuple[int, ...]:
 
 
 def launch_dims(griddim: Any, blockdim: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Grid and block as tuples of the launch's real dimensionality.
-
-    Numba pads every launch to 3-D; trailing dimensions of size 1 in both grid and
-    block are dropped, so a 1-D launch compares with a 1-D array's bounds guard.
-    """
+    """Grid and block as tuples of the launch's real dimensionality (Numba pads to 3-D; trailing dimensions of
+    size 1 in both are dropped, so a 1-D launch compares with a 1-D array's bounds guard)."""
     grid, block = _dims(griddim), _dims(blockdim)
     size = max(len(grid), len(block))
     grid, block = grid + (1,) * (size - len(grid)), block + (1,) * (size - len(block))
@@ -77,26 +65,17 @@ def _launch_args(args: Sequence[Any] | LaunchArgs, names: Names) -> LaunchArgs:
     return LaunchArgs.of(args, names)
 
 
-def _py_func(kernel: Any) -> Any:
-    """The Python function a kernel (a dispatcher, a simulator kernel, or the function itself) was made from."""
-    return getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
-
-
 def _kernel_name(kernel: Any) -> str:
-    return str(_py_func(kernel).__name__)
+    return str(python_function(kernel).__name__)
 
 
 def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any] | LaunchArgs,
                    names: Sequence[str] | None = None, ptx: str | None = None) -> Traffic:
     """The launch's traffic as its compiled PTX says, without running it on the GPU.
 
-    The PTX is followed on the host for every thread of the launch, on the integers
-    only (indices, sizes, scalar arguments; see :mod:`helpers.counting.emulate`):
-    every guard, loop and device function is taken exactly as compiled.  Raises
-    :class:`CannotAttribute`, with the reason, where the PTX does not say which
-    elements are touched (``out[idx[i]]``, ``if x[i] > 0``): never a guessed number.
-    ``args`` may be the launch's values or its :class:`LaunchArgs` record; ``ptx`` may
-    be given when it was already compiled (the ledger reads the launched kernel's own).
+    Every guard, loop and device function is followed exactly as compiled; where the PTX does not say which
+    elements are touched (``out[idx[i]]``, ``if x[i] > 0``) :class:`CannotAttribute` says why: never a guess.
+    ``args`` may be the values or their :class:`LaunchArgs`; ``ptx`` the code already compiled (the ledger's).
     """
     launch = _launch_args(args, names)
     name = _kernel_name(kernel)
@@ -104,9 +83,6 @@ def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[An
     if ptx is None:
         ptx = compile_ptx(kernel, launch.argtypes)
     return Traffic(name, "ptx", launch.traffic(emulate(ptx, launch, grid, block, name)))
-
-
-# --- the simulator count ---------------------------------------------------------
 
 
 class _ThreadTouches:
@@ -162,12 +138,9 @@ def _flat_elements(shape: tuple[int, ...], idx: Any) -> np.ndarray:
 def simulated_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any], names: Names = None) -> Traffic:
     """Run the launch in the CUDA simulator and count the distinct elements each thread touches.
 
-    In the simulator this runs here (arrays must be device arrays).  On a GPU the
-    kernel (its source and the globals it uses, see :mod:`.carry`) and the arguments
-    are sent to a subprocess that runs the simulator, so the count is available on
-    both backends.  Do not call it inside a ``Ledger`` block: the ledger wraps arrays
-    with its own counter.  A thread that indexes outside an array raises ``IndexError``
-    naming the array.  ``names`` may be the launch's :class:`LaunchArgs` (the ledger's).
+    In the simulator this runs here (on device arrays); on a GPU the kernel (:mod:`.carry`) and the arguments go
+    to a simulator subprocess.  Not inside a ``Ledger`` block (it wraps arrays with its own counter).  A thread
+    indexing outside an array raises ``IndexError`` naming it.  ``names`` may be the launch's :class:`LaunchArgs`.
     """
     record = _launch_args(args, names)
     for i, a in enumerate(args):
@@ -268,11 +241,8 @@ def naming_arguments(args: Sequence[Any], names: Sequence[str] | None = None) ->
 
 def recording_arguments(args: Sequence[Any], names: Sequence[str] | None = None
                         ) -> tuple[list[Any], dict[int, _ThreadTouches]]:
-    """Simulator device arrays wrapped so that each thread's distinct accesses are recorded
-    (and an index outside one raises ``IndexError`` naming it, by ``names``).
-
-    Returns the arguments to launch with and, per array argument index, its record.
-    """
+    """Simulator device arrays wrapped so that each thread's distinct accesses are recorded (and an index outside
+    one raises ``IndexError`` naming it): the arguments to launch with, and each array argument's record by index."""
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
     _, recording = _array_classes()
@@ -325,11 +295,9 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
     name = _kernel_name(kernel)
     threads = prod(_dims(griddim)) * prod(_dims(blockdim))
     if threads > 20_000:
-        raise ValueError(
-            f"{threads} threads would take minutes in the simulator (about 5k threads/s); "
-            "count a small launch instead: bytes per element do not depend on n"
-        )
-    carried = function_spec(_py_func(kernel))  # refused here, naming the global, before anything is copied
+        raise ValueError(f"{threads} threads would take minutes in the simulator (about 5k threads/s); "
+                         "count a small launch instead: bytes per element do not depend on n")
+    carried = function_spec(python_function(kernel))  # refused here, naming the global, before anything is copied
     with tempfile.TemporaryDirectory() as tmp:
         arrays: dict[str, np.ndarray] = {}
         spec: list[dict[str, Any]] = []
@@ -338,14 +306,8 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
                 _describe(i, a, record.args[i], arrays, spec)
         path = os.path.join(tmp, "arrays.npz")
         np.savez(path, **arrays)
-        request = {
-            "kernel": carried,
-            "grid": list(_dims(griddim)),
-            "block": list(_dims(blockdim)),
-            "args": spec,
-            "names": record.names,
-            "arrays": path,
-        }
+        request = {"kernel": carried, "grid": list(_dims(griddim)), "block": list(_dims(blockdim)), "args": spec,
+                   "names": record.names, "arrays": path}
         try:
             result = run_under(SIMULATOR, "helpers.counting.traffic:simulate_request", request)
         except OtherBackendError as exc:
@@ -355,9 +317,6 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
                 raise CannotAttribute(_own_words(exc)) from None
             raise RuntimeError(f"the simulator count of {name} failed: {exc}") from exc
     return Traffic(name, "simulator", record.traffic(ElementCounts.from_json(result)))
-
-
-# --- side by side ----------------------------------------------------------------
 
 
 @dataclass
@@ -385,21 +344,15 @@ def compare_counts(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[An
     return Comparison(simulated.kernel, static, simulated, reason)
 
 
-def _per_element(nbytes: int, n: int) -> str:
-    value = nbytes / n
-    return f"{value:g}" if value == int(value) else f"{value:.2f}"
-
-
 def comparison_table(rows: Sequence[Comparison], n: int) -> str:
     """Bytes per element (read + written) counted both ways, one row per launch."""
+    def both(t: Traffic) -> str:
+        return f"{short_number(t.bytes_read / n)} + {short_number(t.bytes_written / n)}"
+
     header = ("kernel", "PTX (static)", "simulator", "agree")
     lines = [header]
     for r in rows:
-        sim = f"{_per_element(r.simulated.bytes_read, n)} + {_per_element(r.simulated.bytes_written, n)}"
-        if r.static is None:
-            static = "cannot attribute"
-        else:
-            static = f"{_per_element(r.static.bytes_read, n)} + {_per_element(r.static.bytes_written, n)}"
-        lines.append((r.kernel, static, sim, "yes" if r.agree else "NO"))
+        static = "cannot attribute" if r.static is None else both(r.static)
+        lines.append((r.kernel, static, both(r.simulated), "yes" if r.agree else "NO"))
     widths = [max(len(row[c]) for row in lines) for c in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in lines)

@@ -1,19 +1,9 @@
 """One check-then-time loop for every lesson that compares implementations over sizes.
 
-An implementation is timed only at a size where it has just given the right answer.
-:func:`run_cases` is that rule, written once:
-
-1. every implementation is checked at an odd size first (not a multiple of the block, so
-   the bounds guard runs);
-2. at every size, on the :class:`Pool`'s fresh random inputs, it runs, its output is
-   poisoned with NaN, it runs again, and the output is compared with NumPy's answer on
-   the device (:func:`verify`);
-3. only then is it timed (the lesson's ``time``); an implementation that fails is
-   dropped with its reason and never timed again;
-4. the lesson's ``checkpoint`` runs after each size, so a run cut short keeps what it measured.
-
-The implementations themselves, and the one "cannot run here" exception, are in
-:mod:`helpers.harness.peers`.  :func:`parse_sizes` reads the sizes of a command line.
+An implementation is timed only at a size where it has just given the right answer
+(:func:`run_cases`): checked at an odd size first (the bounds guard runs), then at every
+size run, poisoned, run again and compared with NumPy on the device before it is timed; one
+that fails is dropped with its reason.  The implementations are in :mod:`helpers.harness.peers`.
 """
 
 from __future__ import annotations
@@ -42,7 +32,6 @@ MAX_EXPONENT = 40  # 2^40 float32 elements are 4 TiB per array: more than any GP
 
 
 def default_sizes() -> list[int]:
-    """n = 2^10 ... 2^28 on a GPU; 100 and 300 in the simulator."""
     return list(SIMULATOR_SIZES if is_simulator() else GPU_SIZES)
 
 
@@ -66,8 +55,7 @@ Builder = Callable[[int], Case]
 class Pool:
     """Inputs, intermediates and output allocated once at the largest size; size n uses the first n elements.
 
-    The prefixes stay contiguous and start at the allocation (aligned for 16-byte loads).
-    The inputs are a fresh random draw in [0.5, 2) unless a ``seed`` is given, and so is ``s``.
+    The prefixes stay contiguous and aligned for 16-byte loads; inputs and ``s`` are random unless seeded.
     """
 
     def __init__(self, n_max: int, *, seed: int | None = None, s: float | None = None) -> None:
@@ -77,8 +65,7 @@ class Pool:
         self.a, self.b, self.c = (cuda.to_device(x) for x in self.host)
         self.t1, self.t2, self.out, self.expected = (cuda.device_array(n_max, DTYPE) for _ in range(4))
 
-    def views(self, n: int) -> tuple[Any, ...]:
-        """a, b, c, t1, t2, out of length n."""
+    def views(self, n: int) -> tuple[Any, ...]:  # a, b, c, t1, t2, out
         return tuple(x[:n] for x in (self.a, self.b, self.c, self.t1, self.t2, self.out))
 
     def load_expected(self, n: int) -> np.ndarray:
@@ -96,10 +83,9 @@ def on_device(got: Any) -> Any:
 
 
 def verify(case: Case, label: str, n: int) -> bool:
-    """Run, poison the output, run again, compare with ``case.expected`` on the device.
+    """Run, poison, run again, compare with ``case.expected`` on the device (:class:`CheckFailed` if wrong).
 
-    Returns whether the checked output had been poisoned first; raises
-    :class:`~helpers.checks.CheckFailed` naming the first bad element when it is wrong.
+    Returns whether the checked output had been poisoned first.
     """
     for step in (case.run, case.poison, case.run):
         step()
@@ -138,9 +124,8 @@ def run_cases(builders: dict[str, Builder], sizes: Sequence[int], *, pool: Pool,
               progress: bool = True) -> dict[str, str]:
     """Check every implementation at an odd size, then check and time each at every size.
 
-    ``report`` receives every check; ``time(label, n, case)`` (none in the simulator) times a
-    case that has just passed; ``checkpoint(n)`` runs after each size.  ``builders`` loses every
-    implementation that fails; the returned dictionary says why, by label.
+    ``report`` receives every check, ``time(label, n, case)`` a case that has just passed, ``checkpoint(n)``
+    each size done.  ``builders`` loses every implementation that fails; the result says why, by label.
     """
     failed: dict[str, str] = {}
 
@@ -184,8 +169,6 @@ def run_cases(builders: dict[str, Builder], sizes: Sequence[int], *, pool: Pool,
         bar.close()
     return failed
 
-
-# --- sizes and the options every comparison takes -----------------------------------------------
 
 _POWER = re.compile(r"^2\^(\d+)$")
 _RANGE = re.compile(r"^2\^(\d+)\.\.2\^(\d+)(?::(\d+))?$")
@@ -234,10 +217,8 @@ def parse_keys(text: str, choices: Sequence[str]) -> list[str]:
 
 
 def check_sizes(sizes: Sequence[int], bytes_per_element: float = 0, extra_bytes: float = 0) -> None:
-    """Raise ``ValueError`` for sizes the simulator cannot run, or that need more GPU memory than is free.
-
-    ``bytes_per_element`` at the largest size, plus ``extra_bytes``, is what the run allocates.
-    """
+    """Raise ``ValueError`` for sizes the simulator cannot run, or that need more GPU memory than is free
+    (``bytes_per_element`` at the largest size, plus ``extra_bytes``)."""
     if not sizes or min(sizes) < 1:
         raise ValueError("sizes must be positive")
     n_max = max(sizes)

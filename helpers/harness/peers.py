@@ -1,15 +1,10 @@
 """The implementations the lessons compare the chapter's kernels with, each built one way.
 
 A *peer* is a factory: ``factory(pool)`` prepares what it needs once (an import, a
-compilation) and returns a builder; ``builder(n)`` is the
-:class:`~helpers.harness.campaign.Case` that computes ``out = (a + b) * c / s`` on the
-pool's first n elements.  A factory that cannot run here raises :class:`Unavailable`,
-the one "not available here" error of the series; :func:`prepare` notes why and goes on.
-
-``torch.compile`` is configured here alone (:data:`TORCH_COMPILE`), and
-:func:`torch_compile` returns the compiled function with a description of how it was
-compiled, e.g. ``torch.compile(dynamic=True, mode='reduce-overhead')``, for a record or a
-notebook to print.
+compilation) and returns a builder; ``builder(n)`` is the :class:`~helpers.harness.campaign.Case`
+that computes ``out = (a + b) * c / s`` on the pool's first n elements.  A factory that cannot
+run here raises :class:`Unavailable`; :func:`prepare` notes why and goes on.  ``torch.compile``
+is configured here alone (:data:`TORCH_COMPILE`, :func:`torch_compile`).
 """
 
 from __future__ import annotations
@@ -58,8 +53,6 @@ def require_gpu_module(name: str) -> Any:
         raise Unavailable(f"{name} failed to import: {error}") from None
 
 
-# --- torch.compile, configured in one place ------------------------------------------------------
-
 TORCH_COMPILE: dict[str, Any] = {"dynamic": True}
 """How the series compiles with torch.compile: one compilation serves every size (``dynamic=True``)."""
 
@@ -99,14 +92,11 @@ def torch_compile(function: Callable[..., Any], mode: str | None = None, dynamic
     return Compiled(torch.compile(function, **options), describe_torch_compile(mode, dynamic))
 
 
-# --- the Numba pipelines --------------------------------------------------------------------------
-
-
-def numba_three(pool: Pool) -> Builder:
-    """The chapter's three kernels: add, multiply, scale, three launches on the default stream."""
+def numba_three(pool: Pool, launch: Callable[..., None] = launch_three) -> Builder:
+    """The chapter's three kernels (add, multiply, scale), or ``launch(a, b, c, s, t1, t2, out)``."""
     def case(n: int) -> Case:
         a, b, c, t1, t2, out = pool.views(n)
-        return Case(lambda: launch_three(a, b, c, pool.s, t1, t2, out), lambda: out, lambda: poison_on_device(t1, t2, out))
+        return Case(lambda: launch(a, b, c, pool.s, t1, t2, out), lambda: out, lambda: poison_on_device(t1, t2, out))
 
     return case
 
@@ -122,14 +112,9 @@ def numba_fused(pool: Pool, launch: Callable[..., None] = launch_fused) -> Build
 
 def numba_graph(pool: Pool, capture: Callable[..., Any], *, three: bool = False,
                 launch: Callable[..., None] | None = None, replay_on: Any = None) -> Builder:
-    """A Numba pipeline recorded once per size as a CUDA graph, then replayed.
-
-    The pipeline is the three kernels, the fused kernel, or ``launch(a, b, c, s, out)``, a fused
-    launcher that takes no stream (its default-stream launches are recorded too).
-    ``capture(pipeline, name=..., adopt_default_stream=...)`` records ``pipeline(stream)``
-    (:func:`helpers.lessons.launches.graphs.capture`); replays go on ``replay_on``, or the
-    graph's own stream.  In the simulator the capture checks the launches, then says why it
-    cannot record them (an :class:`Unavailable`).
+    """The three kernels, the fused kernel, or ``launch(a, b, c, s, out)`` (which takes no stream: its
+    default-stream launches are adopted) recorded once per size by ``capture`` (the lesson 09 graphs'),
+    replayed on ``replay_on`` or the graph's stream.  In the simulator the capture checks, then refuses.
     """
     name = "three kernels" if three else "fused"
 
@@ -164,9 +149,8 @@ def count_pipelines(count: Callable[[Callable[[Any], None], str], Ledger] | None
                     n: int = 1000) -> dict[str, Ledger]:
     """The ledger's count of the two Numba pipelines, ``"three kernels"`` and ``"fused"``, at n elements.
 
-    ``count(pipeline, name)`` counts the launches of ``pipeline(stream)`` (the launches a graph
-    records, say: :func:`helpers.lessons.launches.graphs.counted`); by default they are made
-    directly on the default stream while a :class:`~helpers.ledger.Ledger` watches.
+    ``count(pipeline, name)`` counts ``pipeline(stream)``'s launches (the ones a graph records, say);
+    by default a :class:`~helpers.ledger.Ledger` watches them made on the default stream.
     """
     a, b, c = (cuda.to_device(x) for x in random_inputs(n, dtype=DTYPE))
     t1, t2, out = (cuda.device_array(n, DTYPE) for _ in range(3))
@@ -180,9 +164,6 @@ def _count_directly(pipeline: Callable[[Any], None], name: str) -> Ledger:
     with Ledger(name) as ledger:
         pipeline(None)
     return ledger
-
-
-# --- the libraries --------------------------------------------------------------------------------
 
 
 def cupy_elementwise(pool: Pool) -> Builder:
@@ -244,11 +225,9 @@ class _Outputs:
 
 def torch_compiled(pool: Pool, mode: str | None = None, *, static: bool = False, dynamic: bool | None = None,
                    expression: Callable[[Any, Any, Any], Any] | None = None) -> Builder:
-    """torch.compile (Inductor, Triton) of ``(a + b) * c / s``, ``s`` baked in as a constant (as a graph bakes
-    it in), or of ``expression(a, b, c)``.
+    """torch.compile of ``(a + b) * c / s`` (``s`` baked in, as a graph bakes it in) or of ``expression(a, b, c)``.
 
-    ``mode="reduce-overhead"`` makes torch replay CUDA graphs of its own, copying every input
-    that is not marked ``static`` into the graph's buffers first.
+    ``mode="reduce-overhead"`` replays torch's own CUDA graphs, copying each input not marked ``static`` in first.
     """
     torch = require_gpu_module("torch")
     full = _tensors(torch, pool)[:3]
@@ -318,9 +297,6 @@ def release_memory() -> None:
                           ("cupy", lambda m: m.get_default_memory_pool().free_all_blocks())):
         if name in sys.modules:
             release(sys.modules[name])
-
-
-# --- preparing them --------------------------------------------------------------------------------
 
 
 @dataclass

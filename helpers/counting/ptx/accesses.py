@@ -1,10 +1,7 @@
 """The global-memory loads and stores one thread's code holds, by argument: the instruction view a lesson shows.
 
-:func:`count_global_accesses` looks at the instructions the compiler emitted, not at
-what ran (:mod:`.machine` follows every thread for the ledger's count).  Each
-``ld.global``/``st.global`` is attributed to the array argument whose data pointer its
-address was computed from, by following registers forward from the ``ld.param`` that
-fetched that pointer.
+Each ``ld.global``/``st.global`` the compiler emitted is attributed to the array argument whose data pointer
+its address was computed from, following registers forward from the ``ld.param`` that fetched it.
 """
 
 from __future__ import annotations
@@ -47,20 +44,12 @@ class GlobalAccess:
 
 @dataclass
 class PtxCounts:
-    """Global loads and stores per thread (per iteration for a grid-stride loop), by argument.
+    """Global loads and stores per thread (per iteration for a grid-stride loop), by argument: the *distinct*
+    elements a thread touches, as the simulator counts them.
 
-    What is counted (the same definition as the simulator count in
-    :mod:`helpers.counting`): the *distinct elements* a thread touches.
-
-    * A thread that reads ``x[i]`` twice makes one load: the second read is served
-      from a register.  The compiler usually removes it already (``a[i] + a[i]``
-      compiles to one ``ld.global``); where aliasing stops it from doing so, the
-      counter drops a load whose address is the same register value as an earlier
-      load or store of the same thread.  ``x[i]`` and ``x[i + 1]`` are two loads.
-    * A loop the compiler unrolled is counted per *source* iteration: the copies of
-      the body are recognised and counted once.
-
-    ``instructions`` keeps every ``ld``/``st`` in the PTX, before deduplication.
+    A load of the same register address as an earlier load or store of the thread is dropped (where aliasing
+    kept the compiler from doing so); an unrolled loop counts per *source* iteration.  ``instructions`` keeps
+    every ``ld``/``st`` in the PTX, before deduplication.
     """
 
     accesses: list[GlobalAccess] = field(default_factory=list)
@@ -195,12 +184,8 @@ def _unattributed(accesses: list[GlobalAccess], reason: str) -> list[GlobalAcces
 
 
 def _one_iteration(regions: dict[int, list[GlobalAccess]], loops: list[tuple[int, int]]) -> list[GlobalAccess]:
-    """The accesses of one source iteration, from the loop copies the compiler made.
-
-    An unrolled grid-stride loop appears as a remainder loop (one copy of the body)
-    and a main loop (k copies).  The copy with the fewest accesses is one
-    iteration; every other loop must hold a whole multiple of it.
-    """
+    """The accesses of one source iteration, from the loop copies the compiler made: an unrolled grid-stride loop
+    is a remainder loop (one copy) and a main loop (k copies), each a whole multiple of the smallest."""
     nested = any(a != b and loops[a][0] <= loops[b][0] and loops[b][1] <= loops[a][1]
                  for a in range(len(loops)) for b in range(len(loops)))
     every = [a for group in regions.values() for a in group]
@@ -218,12 +203,8 @@ def _one_iteration(regions: dict[int, list[GlobalAccess]], loops: list[tuple[int
 
 
 def analyze_ptx(ptx: str, argtypes: Sequence[ArgType]) -> PtxCounts:
-    """Count and attribute the global loads and stores of the first kernel in ``ptx``.
-
-    Every access ends up either attributed to one array argument or with a
-    ``reason`` it cannot be (data-dependent index or branch, several arrays, a
-    loop of unknown trip count): a count is never silently guessed.
-    """
+    """Count and attribute the global loads and stores of the first kernel in ``ptx``: every access is attributed
+    to one array argument, or has the ``reason`` it cannot be (a count is never silently guessed)."""
     program = parse(ptx)
     expected = sum(a.n_params for a in argtypes)
     if program.n_params != expected:

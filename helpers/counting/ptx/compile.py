@@ -1,11 +1,6 @@
-"""Compile a kernel to PTX, on a GPU or, in the simulator, through the real compiler in a subprocess.
-
-The PTX comes from ``numba.cuda.compile_ptx``, which needs NVVM but no GPU.  In the
-CUDA simulator ``numba.cuda`` has no compiler, so the kernel's source (with the device
-functions and constants it uses, :func:`kernel_source`) is compiled in a short-lived
-subprocess that imports the real ``numba.cuda`` instead (:mod:`..other_backend`), and
-the PTX is cached on disk (:func:`cache_dir`).
-"""
+"""Compile a kernel to PTX with ``numba.cuda.compile_ptx`` (NVVM, no GPU needed): in this process on a GPU; in the
+simulator, whose ``numba.cuda`` has no compiler, its self-contained source (:func:`kernel_source`) in a subprocess
+with the real one (:mod:`..other_backend`), the PTX cached on disk (:func:`cache_dir`)."""
 
 from __future__ import annotations
 
@@ -19,12 +14,14 @@ import textwrap
 import traceback
 import types as pytypes
 from functools import lru_cache
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 from ...backend import is_simulator
 from ...device import compute_capability
 from ..other_backend import COMPILER, OtherBackendError, run_under
 from ..record import ArgInfo, ArgType, CannotAttribute
+
 
 def describe_arg(value: Any) -> ArgType:
     """The :class:`ArgType` Numba would infer for a kernel argument."""
@@ -53,29 +50,39 @@ def global_names(code: pytypes.CodeType) -> set[str]:
     return names
 
 
+def python_function(kernel: Any) -> Any:
+    """The Python function a kernel (a dispatcher, a simulator kernel, or the function itself) was made from."""
+    return getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
+
+
+def function_source(py_func: Any) -> str:
+    """``py_func``'s source without its decorators; :class:`CannotAttribute` where it cannot be read."""
+    try:
+        return strip_decorators(inspect.getsource(py_func))
+    except (OSError, TypeError) as exc:
+        raise CannotAttribute(f"cannot read the source of {py_func.__name__}: {exc}") from exc
+
+
 def kernel_source(py_func: Any, _seen: set[str] | None = None) -> str:
     """Self-contained source for ``py_func`` and the device functions and constants it uses."""
     import numba  # here, not at the top: import helpers chooses the backend before numba loads
 
     seen = set() if _seen is None else _seen
-    try:
-        own = strip_decorators(inspect.getsource(py_func))
-    except (OSError, TypeError) as exc:
-        raise CannotAttribute(f"cannot read the source of {py_func.__name__}: {exc}") from exc
+    own = function_source(py_func)
     header: list[str] = []
     for name in sorted(global_names(py_func.__code__)):
         if name in seen or name not in py_func.__globals__:
             continue
         seen.add(name)
         value = py_func.__globals__[name]
-        inner = getattr(value, "py_func", None) or getattr(value, "fn", None)
+        inner = python_function(value)
         if isinstance(value, pytypes.ModuleType):
             header.append(f"import {value.__name__} as {name}")
         elif isinstance(value, (bool, int, float)):
             header.append(f"{name} = {value!r}")
         elif getattr(numba, name, None) is value:
             header.append(f"from numba import {name}")
-        elif inner is not None and inspect.isfunction(inner):
+        elif inner is not value and inspect.isfunction(inner):
             header.append(kernel_source(inner, seen))
             header.append(f"{name} = cuda.jit(device=True)({inner.__name__})")
         else:
@@ -85,11 +92,8 @@ def kernel_source(py_func: Any, _seen: set[str] | None = None) -> str:
 
 
 def compile_request(request: dict[str, Any]) -> str:
-    """Compile ``request["source"]``'s function ``request["name"]`` to PTX (run by :mod:`..other_backend`).
-
-    Runs with the real ``numba.cuda`` and no GPU: device functions are compiled for
-    the requested compute capability instead of asking the (absent) driver for one.
-    """
+    """Compile ``request["source"]``'s function ``request["name"]`` to PTX (run by :mod:`..other_backend`, with
+    the real ``numba.cuda`` and no GPU: device functions are compiled for the requested compute capability)."""
     from numba import cuda  # the real compiler: this runs in the subprocess that has it
     from numba.cuda import dispatcher
 
@@ -112,35 +116,39 @@ def cache_dir() -> str:
     return os.path.join(root, "three-kernels-or-one", "ptx")
 
 
+def cached(path: str | Path, make: Callable[[], str]) -> str:
+    """The text kept at ``path``; the first time, ``make()``'s, written there whole (another process may race)."""
+    path = Path(path)
+    if path.exists():
+        return path.read_text()
+    text = make()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return text
+
+
 @lru_cache(maxsize=256)
 def _compile_in_subprocess(source: str, name: str, argtypes: tuple[ArgType, ...], cc: tuple[int, int]) -> str:
     import numba_cuda  # noqa: F401  (its version is part of the cache key)
 
     request = {"source": source, "name": name, "argtypes": [a.__dict__ for a in argtypes], "cc": list(cc)}
     key = hashlib.sha256((json.dumps(request, sort_keys=True) + getattr(numba_cuda, "__version__", "")).encode())
-    path = os.path.join(cache_dir(), key.hexdigest() + ".ptx")
-    if os.path.exists(path):
-        with open(path) as f:
-            return f.read()
-    try:
-        ptx = run_under(COMPILER, "helpers.counting.ptx:compile_request", request, timeout=300)
-    except OtherBackendError as exc:
-        raise CannotAttribute(f"compiling {name} to PTX failed: {exc}") from exc
-    os.makedirs(cache_dir(), exist_ok=True)
-    tmp = path + f".{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        f.write(ptx)
-    os.replace(tmp, path)
-    return ptx
+
+    def compiled() -> str:
+        try:
+            return str(run_under(COMPILER, "helpers.counting.ptx:compile_request", request, timeout=300))
+        except OtherBackendError as exc:
+            raise CannotAttribute(f"compiling {name} to PTX failed: {exc}") from exc
+
+    return cached(os.path.join(cache_dir(), key.hexdigest() + ".ptx"), compiled)
 
 
 def compile_ptx(kernel: Any, argtypes: Sequence[ArgType], cc: tuple[int, int] | None = None) -> str:
-    """PTX for ``kernel`` (a ``@cuda.jit`` kernel or a plain function) and these argument types.
-
-    On a GPU this is ``numba.cuda.compile_ptx`` in this process; in the simulator
-    the same compiler runs in a subprocess (it needs NVVM, not a GPU).
-    """
-    py_func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
+    """PTX for ``kernel`` (a ``@cuda.jit`` kernel or a plain function) and these argument types (in a subprocess
+    with the real compiler when this process runs the simulator)."""
+    py_func = python_function(kernel)
     cc = cc or compute_capability()
     if is_simulator():
         return _compile_in_subprocess(kernel_source(py_func), py_func.__name__, tuple(argtypes), tuple(cc))

@@ -1,17 +1,11 @@
 """Follow a kernel's PTX for every thread of a launch, without its data, to count what each thread touches.
 
-The PTX runs on the host, one NumPy lane per thread, on the *integers* only (indices,
-sizes, scalar arguments and what the kernel computes from them); values loaded from
-memory and floating-point values are *unknown* (:mod:`.values`).  So every global load
-and store is recorded with the element it touches, exactly, through any guard, loop or
-inlined device function; an address or a branch that depends on an unknown value
-(``x[idx[i]]``, ``if x[i] > 0``) raises :class:`CannotAttribute` with the reason.
-
-One :class:`Machine` steps the lanes (a program counter each; those at the lowest one
-step together) in either value domain; :func:`emulate` follows block ranges in the
-:class:`~.values.Ranged` domain, halving a range where its blocks differ.  The count is
-the simulator's definition: the distinct elements each thread reads and writes (a read
-of an element the thread wrote before is not a load).
+The PTX runs on the host, one NumPy lane per thread, on the *integers* only; values loaded from memory
+and floating-point values are *unknown* (:mod:`.values`).  Every global load and store is recorded with
+the element it touches, exactly, through any guard, loop or inlined device function; an address or a
+branch that depends on an unknown value (``x[idx[i]]``, ``if x[i] > 0``) raises :class:`CannotAttribute`.
+One :class:`Machine` steps the lanes (those at the lowest program counter together) in either value
+domain; :func:`emulate` follows block ranges, halving a range where its blocks differ.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""The values the machine computes with, in its two domains, and the rule of every opcode in both.
+"""The values the machine computes with, in its two domains, and the rule of every opcode in both (:data:`RULES`).
 
-The concrete rules compute on ``int64`` arrays, one lane per thread, for integers of any PTX
-width (read through :func:`as_type`), and on ``bool`` arrays for predicates; what the counter
-does not compute (values loaded from memory, floating-point values) is :class:`Unknown`.
-
-* :class:`Ranged`: one block's lanes for every block ``B`` of a range at once, each integer
-  ``c0 + c1 * B`` (:class:`Affine`) or the bits the whole range shares (:class:`Bits`).  Where
-  something differs inside the range (a partly guarded last block, say), :class:`Split` asks for
-  it to be halved; a range of one block is exact, so this always ends.
-* :class:`Exact`: every integer known, lane by lane (``c1`` is zero); the lanes may be in any blocks.
-
-:data:`RULES` gives each opcode family its concrete rule and its affine rule.
+Concrete rules compute on ``int64`` arrays (one lane per thread, any PTX width read through :func:`as_type`)
+and ``bool`` arrays for predicates; what is not computed (loaded or floating-point values) is :class:`Unknown`.
+:class:`Ranged` holds one block's lanes for every block ``B`` of a range at once, each integer ``c0 + c1 * B``
+(:class:`Affine`) or the bits the range shares (:class:`Bits`); where something differs inside the range,
+:class:`Split` halves it (a range of one block is exact).  :class:`Exact` knows every integer, lane by lane.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """Three claims of the series' opening page, measured instead of restated.
 
-* **Lanes.**  "Twenty-one thousand lanes": count them, SMs x FP32 lanes per SM,
-  from the device itself (:mod:`helpers.device`).
-* **Idle cores.**  "The cores idle while numbers travel": Nsight Compute's SM and
-  DRAM throughput as a percentage of peak, how often the schedulers issue, and the warp
-  stall reasons, for the three kernels and the fused one at a size far past L2.
-* **torch.compile.**  "torch.compile finds the fusion": how many GPU kernels the
-  compiled expression launches (the torch profiler), against torch eager, the
-  source of the Triton kernel Inductor generates, and how far its result is from
-  NumPy's.
+* **Lanes**: SMs x FP32 lanes per SM, from the device itself.
+* **Idle cores**: Nsight Compute's SM and DRAM throughput, issue rate and warp stall reasons
+  for the three kernels and the fused one at a size far past L2.
+* **torch.compile**: how many kernels the compiled expression launches against torch eager,
+  the Triton source Inductor generates, and how far its result is from NumPy's.
 
-Each part is a command; ``all`` runs the three and writes ``results/<device>/seed_claims.json``
-(``python -m helpers.lessons.arithmetic --help``).
+``all`` runs the three and writes ``seed_claims.json``.
 """
 
 from __future__ import annotations
@@ -31,30 +26,18 @@ from helpers.harness.cli import Command
 from helpers.harness.peers import require_gpu_module, torch_compile
 from helpers.lessons.arithmetic.record import CompileFusion, KernelUse, LaneCount, SeedClaims
 from helpers.lessons.arithmetic.report import summary
-from helpers.lessons.dram.ncu import (
-    KERNEL_REGEX,
-    NcuError,
-    csv_rows,
-    ncu_available,
-    ncu_command,
-    ncu_output,
-    short_kernel_name,
-)
+from helpers.lessons.dram.ncu import (KERNEL_REGEX, NcuError, csv_rows, ncu_available, ncu_command, ncu_output,
+                                      short_kernel_name)
 from helpers.results import load
 
 NCU_LOG2_SIZE = 26  # 256 MiB per array: every kernel streams from DRAM, far past the 60 MiB L2
 
 # Asked of ncu in tiers: when a metric is unknown to the installed ncu the whole run
 # fails, so each tier drops the least essential group.
-THROUGHPUT_METRICS = (
-    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-    "gpu__time_duration.sum",
-)
-ISSUE_METRICS = (
-    "smsp__issue_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
-)
+THROUGHPUT_METRICS = ("sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                      "dram__throughput.avg.pct_of_peak_sustained_elapsed", "gpu__time_duration.sum")
+ISSUE_METRICS = ("smsp__issue_active.avg.pct_of_peak_sustained_active",
+                 "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active")
 STALL_REASONS = ("long_scoreboard", "lg_throttle", "drain", "wait", "not_selected", "selected",
                  "no_instruction", "math_pipe_throttle", "short_scoreboard", "mio_throttle",
                  "dispatch_stall", "barrier", "branch_resolving", "membar", "misc", "sleeping", "tex_throttle")
@@ -62,9 +45,6 @@ STALL_METRICS = tuple(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.r
 METRIC_TIERS = (THROUGHPUT_METRICS + ISSUE_METRICS + STALL_METRICS, THROUGHPUT_METRICS + ISSUE_METRICS[:1] + STALL_METRICS,
                 THROUGHPUT_METRICS + STALL_METRICS, THROUGHPUT_METRICS)
 PARTS = ("lanes", "ncu", "compile")
-
-
-# --- lanes ------------------------------------------------------------------------
 
 
 def count_lanes() -> LaneCount:
@@ -79,13 +59,9 @@ def count_lanes() -> LaneCount:
     return LaneCount(sms, list(cc), per_sm, sms * per_sm)
 
 
-# --- ncu: how busy the cores are ----------------------------------------------------
-
-
 def _value(text: str) -> float | None:
-    text = text.strip().replace(",", "")
     try:
-        return float(text)
+        return float(text.strip().replace(",", ""))
     except ValueError:
         return None
 
@@ -134,15 +110,11 @@ def profile_kernels(log2_size: int = NCU_LOG2_SIZE, timeout: float = 55) -> tupl
     raise RuntimeError("ncu failed for every metric set: " + " || ".join(failures))
 
 
-# --- torch.compile ------------------------------------------------------------------
-
-
 def _expression(a: Any, b: Any, c: Any, s: float) -> Any:
     return (a + b) * c / s
 
 
-def _cuda_kernels(torch: Any, fn: Callable[[], Any]) -> list[str]:
-    """Names of the GPU kernels ``fn()`` launches, from the torch profiler."""
+def _cuda_kernels(torch: Any, fn: Callable[[], Any]) -> list[str]:  # from the torch profiler
     torch.cuda.synchronize()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         fn()
@@ -151,8 +123,7 @@ def _cuda_kernels(torch: Any, fn: Callable[[], Any]) -> list[str]:
 
 
 def compile_fusion(n: int = 2**20, seed: int = 0) -> CompileFusion:
-    """Compile the series' expression with ``torch.compile`` (the series' options, one size); count its
-    kernels and keep its Triton source."""
+    """torch.compile of the series' expression (one size): its kernels, its Triton source, its error."""
     torch = require_gpu_module("torch")
     from torch._inductor.utils import run_and_get_code  # torch is optional: imported only once it is there
 
@@ -203,9 +174,6 @@ def triton_kernel_excerpt(module_source: str) -> str:
     return ("\n".join(keep).strip() or module_source.strip())[:4000]
 
 
-# --- all together -------------------------------------------------------------------
-
-
 def _set_ncu(claims: SeedClaims) -> None:
     claims.kernels, claims.ncu_metrics = profile_kernels()
 
@@ -224,29 +192,22 @@ def measure(parts: Sequence[str] = PARTS) -> SeedClaims:
     return claims
 
 
-def _all(args: argparse.Namespace) -> SeedClaims:
-    claims = measure()
-    print(summary(claims))
-    return claims
-
-
-def _one(part: str) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        print(summary(measure((part,))))
-        return 0
+def _printed(claims: Callable[[], SeedClaims], keep: bool = False) -> Callable[[argparse.Namespace], SeedClaims | int]:
+    """A command that prints ``claims()``'s summary, and returns the record to write when it should ``keep`` it."""
+    def run(args: argparse.Namespace) -> SeedClaims | int:
+        made = claims()
+        print(summary(made))
+        return made if keep else 0
 
     return run
 
 
-def _show(args: argparse.Namespace) -> int:
-    print(summary(load(SeedClaims)))
-    return 0
-
-
 COMMANDS = [
-    Command("all", "the three parts, written to results/<device>/seed_claims.json", _all),
-    Command("lanes", "count the FP32 lanes (printed, not written)", _one("lanes")),
-    Command("ncu", "how busy the SMs and the DRAM are, under ncu (printed, not written)", _one("ncu")),
-    Command("compile", "what torch.compile makes of the expression (printed, not written)", _one("compile")),
-    Command("show", "print the committed result", _show),
+    Command("all", "the three parts, written to results/<device>/seed_claims.json", _printed(measure, keep=True)),
+    Command("lanes", "count the FP32 lanes (printed, not written)", _printed(lambda: measure(("lanes",)))),
+    Command("ncu", "how busy the SMs and the DRAM are, under ncu (printed, not written)",
+            _printed(lambda: measure(("ncu",)))),
+    Command("compile", "what torch.compile makes of the expression (printed, not written)",
+            _printed(lambda: measure(("compile",)))),
+    Command("show", "print the committed result", _printed(lambda: load(SeedClaims))),
 ]

@@ -1,13 +1,8 @@
-"""The record of the seed's three claims, measured (``seed_claims.json``).
-
-Written by :mod:`helpers.lessons.arithmetic.measure` (``python -m helpers.lessons.arithmetic all``),
-read back with ``helpers.results.load(SeedClaims)``.
-"""
+"""The record of the seed's three claims, measured (``seed_claims.json``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers.results import Record
 
@@ -61,11 +56,9 @@ class CompileFusion:
 
 
 @dataclass(kw_only=True)
-class SeedClaims(Record):
+class SeedClaims(Record, schema="seed_claims", version=1):
     """The three measurements together; any part may be missing (``None``) with the reason in ``errors``."""
 
-    SCHEMA: ClassVar[str] = "seed_claims"
-    VERSION: ClassVar[int] = 1
     lanes: LaneCount | None
     kernels: list[KernelUse] | None
     ncu_metrics: list[str]

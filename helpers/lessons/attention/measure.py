@@ -1,20 +1,15 @@
-"""Lesson 11's attention, measured: ``python -m helpers.lessons.attention attention|ncu-attention|plots``.
+"""Lesson 11's attention, measured.
 
-``attention`` checks every implementation first, at an odd length and then at each length
-(fresh random inputs, a poisoned output, against float64 NumPy on two heads, relative to
-the largest output), and only then times it with CUDA events, against torch's naive
-attention and its SDPA kernels (:func:`helpers.lessons.softmax.measure.measure_sizes`); the
-record goes to ``reductions_attention.json`` after every length.  ``ncu-attention``
-profiles both Numba pipelines' DRAM bytes with Nsight Compute, running
-``attention-workload`` under it (``reductions_attention_ncu.json``).  In the simulator only
-the checks run, at tiny sizes, and nothing is written.
+``attention`` checks every implementation (at an odd length first, against float64 NumPy on two
+heads, relative to the largest output) before timing it beside torch's naive attention and SDPA
+kernels (:func:`helpers.lessons.softmax.measure.measure_sizes`).  ``ncu-attention`` profiles both
+Numba pipelines' DRAM bytes, running ``attention-workload`` under Nsight Compute.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import subprocess
 import sys
 from typing import Any, Callable, Sequence
 
@@ -59,7 +54,7 @@ def attention_error(got: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray
     return float(np.max(np.abs(got[idx] - ref)) / np.max(np.abs(ref)))
 
 
-def flash_configs() -> list[attention.FlashConfig]:
+def flash_configs() -> list[attention.FlashConfig]:  # the block shapes timed
     if is_simulator():
         return [attention.default_config()]
     return [attention.FlashConfig(64, 64, 1, 1), attention.FlashConfig(64, 64, 4, 1), attention.FlashConfig(64, 64, 4, 2),
@@ -161,11 +156,7 @@ def ncu_attention(length: int, heads: int, limit_s: float = 600) -> AttentionDra
     """DRAM bytes per kernel of both pipelines, from Nsight Compute (L2 flushed before each kernel)."""
     program = [sys.executable, "-m", "helpers.lessons.attention", "attention-workload", "--length", str(length),
                "--heads", str(heads)]
-    cmd = ncu.ncu_command(program, "all", kernel_regex="regex:.*(scores|weighted_sum|softmax|flash).*")
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit_s)
-    if done.returncode != 0:
-        raise ncu.NcuError(" | ".join((done.stdout + done.stderr).strip().splitlines()[-5:]))
-    kernels = ncu.parse_ncu_csv(done.stdout)
+    kernels, _ = ncu.run_ncu(program, "all", None, limit_s, "regex:.*(scores|weighted_sum|softmax|flash).*")
     per = [KernelDram(k.kernel, k.dram_bytes_read, k.dram_bytes_write) for k in kernels]
     fused = sum(r.dram_read + r.dram_write for r in per if "flash" in r.kernel)
     unfused_bytes = sum(r.dram_read + r.dram_write for r in per if "flash" not in r.kernel)

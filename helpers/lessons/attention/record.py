@@ -1,13 +1,8 @@
-"""The records of lesson 11's attention: ``reductions_attention.json`` and ``reductions_attention_ncu.json``.
-
-Written by :mod:`helpers.lessons.attention.measure`, read back with ``helpers.results.load(AttentionBench)``
-(and ``AttentionDram``); :mod:`helpers.lessons.attention.report` reads them for notebook 11.
-"""
+"""The records of lesson 11's attention (``reductions_attention.json``, ``reductions_attention_ncu.json``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers import results
 from helpers.lessons.softmax.record import Measured
@@ -25,9 +20,7 @@ class AttentionRow:
 
 
 @dataclass
-class AttentionBench(results.Record):
-    SCHEMA: ClassVar[str] = "reductions_attention"
-    VERSION: ClassVar[int] = 1
+class AttentionBench(results.Record, schema="reductions_attention", version=1):
     peak_fp32_flops: float | None
     rows: list[AttentionRow] = field(default_factory=list)
 
@@ -42,9 +35,7 @@ class KernelDram:
 
 
 @dataclass
-class AttentionDram(results.Record):
-    SCHEMA: ClassVar[str] = "reductions_attention_ncu"
-    VERSION: ClassVar[int] = 1
+class AttentionDram(results.Record, schema="reductions_attention_ncu", version=1):
     length: int
     heads: int
     kernels: list[KernelDram]

@@ -1,29 +1,14 @@
 """The third count: DRAM bytes per kernel from Nsight Compute's hardware counters, beside the ledger's.
 
-One campaign, run two ways.  ``ncu`` runs :func:`workload` (``python -m helpers.lessons.dram
-workload``), which launches the series' pipelines, and with ``--shapes`` a few kernels of the
-test corpus, each in a ledger; :func:`profile` joins every profiled kernel with the ledger's
-count of the same launch.
+ncu runs :func:`workload` (the series' pipelines, and with ``--shapes`` a few corpus kernels,
+each in a ledger); :func:`profile` joins every profiled kernel with the ledger's count of it.
 
-* ``collect``: the three-kernel and fused pipelines at several sizes, under two cache
-  policies, because they answer different questions (writes ``ncu_dram.json``):
-
-  - ``--cache-control all`` (ncu's default) flushes the caches before each profiled
-    kernel.  Each kernel starts cold, as the ledger assumes; only the writes still dirty
-    in L2 when the kernel ends are missing (the flush writes them back outside the
-    measurement).
-  - ``--cache-control none`` leaves L2 as the previous kernel left it.  At sizes that fit
-    in L2 the next kernel finds its input (``t1``, ``t2``) there: DRAM sees fewer trips
-    than the ledger counts.
-
-* ``corpus``: the series kernels beside the corpus shapes marked ``ncu`` (copies, saxpy,
-  float64, two stencils, a transpose, a block reduction) at one size past L2, with the L2
-  kept between kernels (writes ``ncu_corpus.json``).
-
-On a GPU machine::
-
-    python3 -m helpers.lessons.dram collect --log2-sizes 20,22,24,26,28
-    python3 -m helpers.lessons.dram corpus --log2-n 26
+* ``collect`` (``ncu_dram.json``): both pipelines at several sizes under two cache policies.
+  ``--cache-control all`` flushes the caches before each kernel, so each starts cold as the
+  ledger assumes (only the writes still dirty in L2 at its end are missed); ``none`` leaves L2
+  as the previous kernel left it, so at sizes that fit the next kernel finds ``t1``, ``t2`` there.
+* ``corpus`` (``ncu_corpus.json``): the series kernels beside the corpus shapes marked ``ncu``
+  at one size past L2, with the L2 kept between kernels.
 """
 
 from __future__ import annotations
@@ -47,17 +32,8 @@ from helpers.device import l2_bytes
 from helpers.harness.cli import Command
 from helpers.ledger import Ledger
 from helpers.lessons.dram.ncu import KERNEL_REGEX, METRICS, NcuError, ncu_command, run_ncu
-from helpers.lessons.dram.record import (
-    AgreementCheck,
-    CorpusLaunch,
-    DramLaunch,
-    KernelCounters,
-    NcuCorpus,
-    NcuDram,
-    NcuMode,
-    PolicyVerdict,
-    WorstLaunch,
-)
+from helpers.lessons.dram.record import (AgreementCheck, CorpusLaunch, DramLaunch, KernelCounters, NcuCorpus, NcuDram,
+                                         NcuMode, PolicyVerdict, WorstLaunch)
 from helpers.lessons.dram.report import corpus_table
 from helpers.pipeline import add_kernel, fused_kernel, multiply_kernel, run_fused, run_three_kernels, scale_kernel
 from helpers.sizes import BLOCK_SIZE, blocks_for
@@ -67,9 +43,6 @@ CORPUS_SHAPES_FILE = os.path.join("tests", "corpus", "shapes.py")
 AGREEMENT = 0.03  # the ledger must be within 3% of ncu ...
 LARGE = 4  # ... for arrays of at least 4x the L2 size
 ENTRY_POINT = ("-m", "helpers.lessons.dram", "workload")
-
-
-# --- the workload ncu profiles ----------------------------------------------------------------
 
 
 def load_shapes(path: str = CORPUS_SHAPES_FILE) -> Any:
@@ -111,13 +84,8 @@ def _corpus_entries(n: int, shapes_file: str) -> list[dict[str, Any]]:
 
 
 def workload(sizes: Sequence[int], ledger_path: str, shapes_file: str | None = None) -> None:
-    """Run the three kernels and the fused kernel once per size, then (with ``shapes_file``) the
-    corpus shapes marked ``ncu`` at the largest size, recording each launch in a ledger.
-
-    Each launch's ledger bytes (or why it was not counted) go to ``ledger_path`` (JSON), in
-    launch order, so they can be joined with ncu's rows.  The series' arrays are allocated
-    once at the largest size; each size uses the leading ``n`` elements.
-    """
+    """Both pipelines once per size, then (with ``shapes_file``) the corpus shapes marked ``ncu`` at the largest,
+    each launch's ledger entry written to ``ledger_path`` (JSON) in launch order, to join with ncu's rows."""
     largest = max(sizes)
     arrays = [cuda.to_device(x) for x in random_inputs(largest, count=3, seed=0)]
     arrays += [cuda.device_array(largest, np.float32) for _ in range(3)]
@@ -138,14 +106,10 @@ def workload(sizes: Sequence[int], ledger_path: str, shapes_file: str | None = N
 
 
 def corpus_kernel_regex(shapes_file: str = CORPUS_SHAPES_FILE) -> str:
-    """ncu's ``--kernel-name`` for the corpus run: unanchored, since ncu's function names carry
-    Numba's suffix (``add_kernel[v1,cw51...](Array<float, ...>)``)."""
+    """ncu's ``--kernel-name`` for the corpus run (unanchored: ncu's names carry Numba's suffixes)."""
     names = sorted({*PIPELINE_KERNELS, *(getattr(s.kernel, "py_func", s.kernel).__name__
                                          for s in load_shapes(shapes_file).SHAPES if s.ncu)})
     return "regex:(" + "|".join(names) + ")"
-
-
-# --- ncu's rows beside the ledger's ------------------------------------------------------------
 
 
 def join(ledger: list[dict[str, Any]], kernels: list[KernelCounters]) -> list[tuple[dict[str, Any], KernelCounters]]:
@@ -190,8 +154,7 @@ def corpus_launches(pairs: list[tuple[dict[str, Any], KernelCounters]]) -> list[
 
 def profile(log2_sizes: Sequence[int], cache_control: str, shapes_file: str | None = None,
             launch_count: int | None = None, timeout: float = 300) -> tuple[str, list[tuple[dict[str, Any], KernelCounters]]]:
-    """The workload under ncu with one cache policy: the command (as a record keeps it), and each
-    launch's ledger entry beside ncu's row."""
+    """The workload under ncu with one cache policy: the command, and each launch's ledger entry beside ncu's row."""
     regex = KERNEL_REGEX if shapes_file is None else corpus_kernel_regex(shapes_file)
     options = ["--log2-sizes", ",".join(map(str, log2_sizes))] + (["--shapes", shapes_file] if shapes_file else [])
     with tempfile.TemporaryDirectory() as tmp:
@@ -207,12 +170,9 @@ def profile(log2_sizes: Sequence[int], cache_control: str, shapes_file: str | No
 def agreement_check(modes: dict[str, NcuMode]) -> AgreementCheck:
     """The 3% rule for arrays of at least 4x L2, judged per cache policy.
 
-    The verdict is taken with the L2 kept between kernels (``--cache-control none``),
-    the way the pipeline really runs: each kernel then pays the write-back of the dirty
-    lines its predecessor left in L2, which balances the lines it leaves behind itself.
-    With the L2 flushed before each kernel, up to an L2's worth of a kernel's last
-    writes is still in L2 when it ends and is counted by nobody, so that policy is
-    reported beside it, not used for the verdict.
+    The verdict is taken with the L2 kept between kernels, as the pipeline runs: each kernel pays the
+    write-back of the dirty lines its predecessor left, which balances those it leaves itself.  Flushed,
+    up to an L2's worth of a kernel's last writes is counted by nobody, so that policy is only reported.
     """
     per_mode = {}
     for mode, data in modes.items():
@@ -260,9 +220,6 @@ def collect_corpus(log2_n: int = 26, shapes_file: str = CORPUS_SHAPES_FILE) -> N
     return record
 
 
-# --- the two counts without hardware (notebook 04) ----------------------------------------------
-
-
 def pipeline_comparisons(n: int, seed: int = 0) -> list[Comparison]:
     """Both counts (PTX and simulator) for every launch of the three-kernel and the fused pipeline at size ``n``."""
     a, b, c = (cuda.to_device(x) for x in random_inputs(n, count=3, seed=seed))
@@ -275,9 +232,6 @@ def pipeline_comparisons(n: int, seed: int = 0) -> list[Comparison]:
         (fused_kernel, (a, b, c, s, out), ("a", "b", "c", "s", "out")),
     ]
     return [compare_counts(k, blocks_for(n), BLOCK_SIZE, args, names) for k, args, names in launches]
-
-
-# --- the commands -------------------------------------------------------------------------------
 
 
 def _log2_sizes(text: str) -> list[int]:

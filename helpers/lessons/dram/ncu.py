@@ -1,11 +1,4 @@
-"""Nsight Compute from Python: the ``ncu`` command line, and its CSV read back.
-
-``ncu`` runs a Python workload, profiles the kernels whose names match a pattern, and
-prints the metrics asked for as CSV (``dram__bytes_read.sum`` and ``dram__bytes_write.sum``
-by default).  This module builds the command (always ``--clock-control none``: the GPU's
-clocks are left alone), runs it, and parses what it prints.  What lesson 04 measures with
-it is in :mod:`helpers.lessons.dram.measure`; lessons 02 and 11 use it too.
-"""
+"""Nsight Compute from Python: the ``ncu`` command line (the GPU's clocks left alone), run, and its CSV read back."""
 
 from __future__ import annotations
 
@@ -65,8 +58,7 @@ def _number(value: str, unit: str) -> float:
 def csv_rows(text: str, need: Sequence[str] = ()) -> list[dict[str, str]]:
     """The rows of ``ncu --csv`` output, one per kernel and metric, with at least the columns ``need``.
 
-    Lines that are not CSV (``==PROF==`` messages, the workload's own prints) are skipped.
-    Columns are found by their header names, so versions that add or drop columns parse the same.
+    Lines that are not CSV are skipped; columns are found by name, so other ncu versions parse the same.
     """
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)

@@ -1,14 +1,9 @@
-"""The records of lesson 04's hardware count (``ncu_dram.json``, ``ncu_corpus.json``).
-
-Written by :mod:`helpers.lessons.dram.measure` (``python -m helpers.lessons.dram collect`` and
-``corpus``), read back with ``helpers.results.load(NcuDram)`` or ``load(NcuCorpus)``.
-"""
+"""The records of lesson 04's hardware count (``ncu_dram.json``, ``ncu_corpus.json``)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers.results import Record
 
@@ -98,11 +93,9 @@ class NcuRecord(Record):
 
 
 @dataclass(kw_only=True)
-class NcuDram(NcuRecord):
+class NcuDram(NcuRecord, schema="ncu_dram", version=3):
     """Nsight Compute's DRAM bytes per launch beside the ledger's count, per cache policy."""
 
-    SCHEMA: ClassVar[str] = "ncu_dram"
-    VERSION: ClassVar[int] = 3
     sizes: list[int]
     modes: dict[str, NcuMode]  # by ncu --cache-control value: "all" (flushed before each kernel), "none" (kept)
     agreement_check: AgreementCheck
@@ -125,11 +118,9 @@ class CorpusLaunch:
 
 
 @dataclass(kw_only=True)
-class NcuCorpus(NcuRecord):
+class NcuCorpus(NcuRecord, schema="ncu_corpus", version=1):
     """The series kernels and a few corpus shapes at one large size: ledger against ncu's DRAM bytes."""
 
-    SCHEMA: ClassVar[str] = "ncu_corpus"
-    VERSION: ClassVar[int] = 1
     n: int
     cache_control: str
     command: str = ""

@@ -68,10 +68,7 @@ def plot_dram_against_ledger(results: NcuDram) -> Any:
         _ = ax.axvline(results.l2_cache_bytes / 1e6, color="grey", lw=0.8)
         _ = ax.text(results.l2_cache_bytes / 1e6, 0.05, " L2 size", color="grey")
     _ = ax.axhline(1.0, color="black", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_ylim(0, 1.2)
-    ax.set_xlabel("one array (MB)")
-    ax.set_ylabel("ncu DRAM bytes / ledger bytes")
+    ax.set(xscale="log", ylim=(0, 1.2), xlabel="one array (MB)", ylabel="ncu DRAM bytes / ledger bytes")
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig

@@ -10,12 +10,9 @@ register (a local variable), and stores the result once::
     print(kernel.source)
     kernel[blocks_for(n), BLOCK_SIZE](a, b, c, s, out)
 
-The generated kernel takes the function's parameters in order, then ``out``.
-Launched through :func:`fuse`, it first checks its arguments (device arrays of
-one length and one float dtype, numbers for the scalars, ``out`` apart from the
-inputs) and says what is wrong instead of computing garbage.  Supported: ``+ - * /`` between arrays and scalar parameters, and unary ``-``.
-Anything else (powers, comparisons, ``math`` functions, literal constants,
-reductions such as ``max``) raises :class:`FuseError` naming the problem.
+The kernel takes the function's parameters in order, then ``out``, and checks its arguments
+before each launch.  Supported: ``+ - * /`` between arrays and scalar parameters, and unary ``-``;
+anything else (powers, comparisons, ``math``, literal constants, reductions) raises :class:`FuseError`.
 """
 
 from __future__ import annotations
@@ -49,7 +46,7 @@ class Node:
         """Structural identity: equal keys compute equal values (used to share work)."""
         return (self.op, self.name, tuple(a.key() for a in self.args))
 
-    # --- the operations the fuser understands ------------------------------------
+    # the operations the fuser understands
     def _binary(self, op: str, other: Any, reflected: bool = False) -> "Node":
         if not isinstance(other, Node):
             raise FuseError(
@@ -70,7 +67,7 @@ class Node:
     def __rtruediv__(self, other: Any) -> "Node": return self._binary("/", other, True)
     def __neg__(self) -> "Node": return Node("neg", (self,))
 
-    # --- everything else fails loudly ------------------------------------------------
+    # everything else fails loudly
     def _unsupported(self, what: str) -> Any:
         raise FuseError(f"{what} is not supported by the tiny fuser (only + - * / and unary -)")
 
@@ -217,11 +214,8 @@ _generated = 0
 
 
 def compile_source(source: str, name: str = "fused") -> Any:
-    """``exec`` generated source and return it as a ``@cuda.jit`` kernel.
-
-    The source is registered with :mod:`linecache` under a made-up file name, so
-    ``inspect.getsource`` (and Numba's error messages) can show it like any other code.
-    """
+    """``exec`` generated source and return it as a ``@cuda.jit`` kernel, registered with :mod:`linecache`
+    so that ``inspect.getsource`` (and Numba's errors) can show it."""
     from numba import cuda
 
     global _generated
@@ -238,12 +232,9 @@ def compile_source(source: str, name: str = "fused") -> Any:
 class FusedKernel:
     """A kernel made by :func:`fuse`: launch it as ``kernel[blocks, threads](*arguments, out)``.
 
-    Each launch checks its arguments first: the arrays must be 1-D device arrays of
-    one length and one floating-point dtype, each scalar one finite number (passed
-    in the arrays' dtype, so float32 stays float32), and ``out`` must not overlap an
-    input except by being exactly one of them (``x = x * k`` in place is safe
-    elementwise).  ``source`` is the generated code; any other attribute
-    (``py_func``, ``inspect_asm`` ...) is the underlying ``@cuda.jit`` kernel's.
+    Each launch checks its arguments first: 1-D device arrays of one length and float dtype, finite
+    scalars (cast to the arrays' dtype), ``out`` apart from the inputs or exactly one of them (in place
+    is safe elementwise).  Any other attribute (``py_func``, ``inspect_asm`` ...) is the ``@cuda.jit`` kernel's.
     """
 
     def __init__(self, kernel: Any, source: str, parameters: list[str], scalars: Iterable[str],
@@ -293,11 +284,8 @@ def _x(dimension: Any) -> int | None:
 
 
 def check_launch_covers(launch_config: Any, n: int) -> None:
-    """Raise ``ValueError`` if ``[blocks, threads]`` start fewer threads along x than there are elements.
-
-    The generated kernel computes one element per thread, at ``cuda.grid(1)``: an element
-    past the last thread would keep whatever the output held before, with no error.
-    """
+    """Raise ``ValueError`` if ``[blocks, threads]`` start fewer threads along x than there are elements
+    (one element per thread: an element past the last thread would silently keep its old value)."""
     if not isinstance(launch_config, tuple) or len(launch_config) < 2:
         return  # Numba itself refuses a launch without [blocks, threads]
     blocks, threads = _x(launch_config[0]), _x(launch_config[1])
@@ -324,9 +312,7 @@ class FusedLaunch:
 def fuse(fn: Callable[..., Any], scalars: Iterable[str] | str = (), name: str = "fused") -> FusedKernel:
     """One checked ``@cuda.jit`` kernel computing ``fn`` elementwise; its source is ``kernel.source``.
 
-    ``scalars`` names the parameters that are numbers rather than arrays: a tuple
-    such as ``("s", "k")``, or one string (``"s"`` or ``"s, k"``).  Launch the kernel
-    as ``kernel[blocks, threads](*arguments_of_fn, out)``.
+    ``scalars`` names the parameters that are numbers: a tuple such as ``("s", "k")``, or one string (``"s, k"``).
     """
     check_kernel_name(name)
     names = scalar_names(scalars)

@@ -1,15 +1,8 @@
 """Notebook 06's comparison: the tiny fuser's kernel, the hand-written fused kernel and torch.compile.
 
-All three compute ``(a + b) * c / s``; each is checked against NumPy (at an odd size first,
-then at every size: :func:`helpers.harness.campaign.run_cases`), then timed two ways, so that
-like is compared with like:
-
-* **GPU time** -- CUDA events with the launch queued behind a short hold kernel
-  (:func:`helpers.timing.time_gpu`), so the host's cost of issuing it is hidden;
-* **host time per call** -- what issuing one call costs the Python thread
-  (:func:`helpers.timing.host_enqueue_us`).
-
-``python -m helpers.lessons.fuser`` writes ``fuser_vs_torch_compile.json``.
+Each is checked against NumPy, then timed two ways, like against like: GPU time (CUDA events, the
+launch queued behind a hold kernel, :func:`helpers.timing.time_gpu`) and host time per call
+(:func:`helpers.timing.host_enqueue_us`).
 """
 
 from __future__ import annotations
@@ -22,7 +15,6 @@ from helpers.backend import is_simulator
 from helpers.device import banner
 from helpers.harness.campaign import Builder, Case, Pool, on_device, run_cases
 from helpers.harness.cli import Command
-from helpers.harness.device_checks import poison_on_device
 from helpers.harness.peers import numba_fused, prepare, torch_compiled
 from helpers.lessons.fuser.fuser import fuse
 from helpers.lessons.fuser.record import Contender, FuserRow, FuserVsCompile
@@ -37,13 +29,7 @@ S = 1.5
 def fuser_peer(pool: Pool) -> Builder:
     """The tiny fuser's kernel of the expression, launched through its checks."""
     fused = fuse(lambda a, b, c, s: (a + b) * c / s, scalars=("s",))
-
-    def case(n: int) -> Case:
-        a, b, c, _, _, out = pool.views(n)
-        return Case(lambda: fused[blocks_for(n), BLOCK_SIZE](a, b, c, pool.s, out), lambda: out,
-                    lambda: poison_on_device(out))
-
-    return case
+    return numba_fused(pool, lambda a, b, c, s, out: fused[blocks_for(out.size), BLOCK_SIZE](a, b, c, s, out))
 
 
 PEERS = {"fuser": fuser_peer, "hand-written": numba_fused,

@@ -1,13 +1,8 @@
-"""The record of notebook 06's comparison (``fuser_vs_torch_compile.json``).
-
-Written by :mod:`helpers.lessons.fuser.measure` (``python -m helpers.lessons.fuser``), read back
-with ``helpers.results.load(FuserVsCompile)``.
-"""
+"""The record of notebook 06's comparison (``fuser_vs_torch_compile.json``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers.results import Record
 
@@ -31,9 +26,7 @@ class FuserRow:
 
 
 @dataclass(kw_only=True)
-class FuserVsCompile(Record):
-    SCHEMA: ClassVar[str] = "fuser_vs_torch_compile"
-    VERSION: ClassVar[int] = 2
+class FuserVsCompile(Record, schema="fuser_vs_torch_compile", version=2):
     expression: str
     rows: list[FuserRow] = field(default_factory=list)
     timing: str = ("GPU time: CUDA events, launches queued behind a hold kernel (host cost hidden), median of 50; "

@@ -1,20 +1,10 @@
 """Lesson 10's measurement (GPU only): the two ingredients of the bytes-in-flight model, and the series' kernels.
 
-* :func:`measure_latency`: one thread chasing pointers through a random permutation
-  of cache lines in a buffer far larger than the L2 (ns per dependent load);
-* :func:`measure_op_latency`: ns per dependent float32 add, multiply and divide;
-* :func:`measure_curve`: the probe kernels that stream ``reads`` arrays into one output,
-  with 1, 2 or 4 independent element groups per thread in flight, 4- or 16-byte
-  accesses, and 1 to 8 resident blocks per SM: achieved bandwidth against the bytes
-  in flight per SM;
-* :func:`measure_kernels`: the series' own kernels (add, multiply, scale, a copy,
-  fused and notebook 07's variants, and 16-byte versions of the three kernels), each
-  checked, timed, and described by its loads in flight and its occupancy (read from
-  the compiled code's register count);
-* :func:`measure_pipelines`: the 2x2 of {4-byte, 16-byte} x {three kernels, fused}.
-
-``python -m helpers.lessons.inflight`` runs all of it and writes ``results/<gpu>/bytes_in_flight.json``
-and its two figures.
+:func:`measure_latency` (a pointer chase far past the L2) and :func:`measure_op_latency` (dependent
+float32 operations); :func:`measure_curve` (probes with 1, 2 or 4 groups per thread in flight, 4- or
+16-byte accesses, 1 to 8 blocks per SM: bandwidth against bytes in flight per SM);
+:func:`measure_kernels` (the series' kernels, checked, timed, their occupancy read from the compiled
+code) and :func:`measure_pipelines` (the 2x2 of {4-byte, 16-byte} x {three kernels, fused}).
 """
 
 from __future__ import annotations
@@ -29,49 +19,20 @@ from numba import cuda
 
 from helpers.backend import is_simulator
 from helpers.checks import poison, random_inputs
-from helpers.device import (
-    banner,
-    clock_hz,
-    datasheet_bandwidth_gbs,
-    registers_per_thread,
-    resident_blocks_per_sm,
-    sm_count,
-)
+from helpers.device import (banner, clock_hz, datasheet_bandwidth_gbs, registers_per_thread, resident_blocks_per_sm,
+                            sm_count)
 from helpers.harness.campaign import Case, Checked, Pool, run_cases
 from helpers.harness.cli import Command
 from helpers.harness.device_checks import poison_on_device
-from helpers.harness.peers import require_gpu
+from helpers.harness.peers import numba_fused, numba_three, require_gpu
 from helpers.lessons.inflight import report
-from helpers.lessons.inflight.kernels import (
-    CHAINS,
-    LINE_BYTES,
-    OPS_PER_STEP,
-    chain_reference,
-    chase_buffer,
-    chase_kernel,
-    chase_reference,
-    kernel_launchers,
-    probe_expected,
-    probe_kernel,
-    run_probe,
-    run_three_vec4,
-    sm_id_kernel,
-)
-from helpers.lessons.inflight.model import (
-    DIAGNOSTICS,
-    NEAR_PERCENT,
-    PIPELINES,
-    READS,
-    SHAPES,
-    WIDTHS,
-    Shape,
-    bytes_in_flight_per_sm,
-    percent_off,
-    threads_per_sm,
-)
+from helpers.lessons.inflight.kernels import (CHAINS, LINE_BYTES, OPS_PER_STEP, chain_reference, chase_buffer,
+                                              chase_kernel, chase_reference, kernel_launchers, probe_expected,
+                                              probe_kernel, run_probe, run_three_vec4, sm_id_kernel)
+from helpers.lessons.inflight.model import (DIAGNOSTICS, NEAR_PERCENT, PIPELINES, READS, SHAPES, WIDTHS, Shape,
+                                            bytes_in_flight_per_sm, percent_off, threads_per_sm)
 from helpers.lessons.inflight.record import BytesInFlight, ChasePoint, KernelPoint, OpLatency, PipelinePoint, ProbePoint
 from helpers.lessons.roofline.kernels import VARIANTS, run_naive
-from helpers.pipeline import launch_three
 from helpers.results import Claim, folder_for, save
 from helpers.sizes import BLOCK_SIZE, blocks_for
 from helpers.timing import copy_bandwidth, time_gpu
@@ -83,9 +44,6 @@ L2_SIZED = 8 << 20  # a chase through at most this much stays in the L2: warmed 
 
 def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:400]
-
-
-# --- latency: the pointer chase and the operation chains --------------------------------------------
 
 
 def _chase(row: ChasePoint, repeats: int, out: Any) -> None:
@@ -116,10 +74,8 @@ def measure_latency(footprints: tuple[int, ...] = (4 << 20, 256 << 20, 1 << 30),
                     stride_bytes: int = LINE_BYTES, repeats: int = 5) -> list[ChasePoint]:
     """ns per dependent load for each footprint, in random and page-local order (one thread).
 
-    The repeats follow one another along the cycle, so in a buffer larger than the L2
-    every timed load meets a line no earlier load has brought in (fewer than 400,000
-    of the 2 million lines of 256 MiB are visited); a small buffer, warmed by one whole
-    cycle first, measures the L2.
+    The repeats follow one another along the cycle, so past the L2 every timed load meets a line no
+    earlier load brought in; a small buffer, warmed by one whole cycle first, measures the L2.
     """
     require_gpu("the pointer chase")
     out = cuda.device_array(1, dtype=np.int32)
@@ -136,11 +92,8 @@ def measure_latency(footprints: tuple[int, ...] = (4 << 20, 256 << 20, 1 << 30),
 
 
 def measure_op_latency(steps: int = 1 << 12, repeats: int = 9) -> list[OpLatency]:
-    """ns per dependent float32 add, multiply and divide: one thread, a chain of ``steps`` and of ``2 * steps``.
-
-    The difference of the two chains' times, over the extra operations, leaves out the
-    launch and the loop's set-up.  Each chain's result is checked bitwise against NumPy's.
-    """
+    """ns per dependent float32 add, multiply and divide: one thread, chains of ``steps`` and ``2 * steps``
+    (their difference leaves out the launch and set-up), each result checked bitwise against NumPy's."""
     require_gpu("the operation latencies")
     x = cuda.to_device(np.ones(1, dtype=np.float32))
     out = cuda.device_array(1, dtype=np.float32)
@@ -168,10 +121,8 @@ def measure_op_latency(steps: int = 1 << 12, repeats: int = 9) -> list[OpLatency
 
 
 def blocks_per_sm_seen(blocks_per_sm: tuple[int, ...] = BLOCKS_PER_SM) -> dict[int, list[int]]:
-    """For a grid of SMs x m blocks: the fewest and most blocks an SM received, and how many SMs got any.
-
-    This checks the occupancy knob: each SM should hold exactly m blocks.
-    """
+    """For a grid of SMs x m blocks: the fewest and most blocks an SM received, and how many SMs got any
+    (each SM should hold exactly m: the occupancy knob works)."""
     require_gpu("reading SM ids")
     where = sm_id_kernel()
     sms = sm_count() or 1
@@ -182,9 +133,6 @@ def blocks_per_sm_seen(blocks_per_sm: tuple[int, ...] = BLOCKS_PER_SM) -> dict[i
         _, counts = np.unique(ids.copy_to_host(), return_counts=True)  # SM ids need not be contiguous
         seen[m] = [int(counts.min()), int(counts.max()), int(counts.size)]
     return seen
-
-
-# --- the curve: probes with a chosen number of bytes in flight --------------------------------------
 
 
 def _probe(row: ProbePoint, grid: int, arrays: tuple[Any, ...], want: np.ndarray, repeats: int) -> None:
@@ -203,10 +151,7 @@ def _probe(row: ProbePoint, grid: int, arrays: tuple[Any, ...], want: np.ndarray
 def measure_curve(n: int = 1 << 26, repeats: int = 15, reads: tuple[int, ...] = READS,
                   widths: tuple[int, ...] = WIDTHS, unrolls: tuple[int, ...] = UNROLLS,
                   blocks_per_sm: tuple[int, ...] = BLOCKS_PER_SM, log: Callable[[str], None] = print) -> list[ProbePoint]:
-    """Every probe configuration: checked bitwise, then timed (read+write GB/s, median of ``repeats``).
-
-    One size, many launch configurations: each is checked on the very inputs it is timed on.
-    """
+    """Every probe configuration, checked bitwise on the inputs it is timed on, then timed (read+write GB/s)."""
     require_gpu("the bandwidth curve")
     sms = sm_count() or 1
     host = random_inputs(n, seed=11)
@@ -238,13 +183,10 @@ def measure_curve(n: int = 1 << 26, repeats: int = 15, reads: tuple[int, ...] = 
     return rows
 
 
-# --- the series' kernels and the 2x2, each checked at an odd size first -----------------------------
-
-
 def _checked_and_timed(builders: dict[str, Callable[[int], Case]], n: int, pool: Pool, rows: dict[str, Any],
                        repeats: int, timed: Callable[[str, Case, Any], None]) -> None:
-    """:func:`~helpers.harness.campaign.run_cases` at one size: each case checked (at an odd size, then at
-    ``n``); one that fails keeps its reason in its row and is not timed; ``timed(name, case, timing)`` notes the rest."""
+    """:func:`~helpers.harness.campaign.run_cases` at one size: a case that fails keeps its reason in its row;
+    ``timed(name, case, timing)`` notes the rest."""
     def noted(check: Checked) -> None:
         if not check.passed:
             rows[check.label].bitwise_equal, rows[check.label].error = False, check.error
@@ -261,8 +203,7 @@ def _checked_and_timed(builders: dict[str, Callable[[int], Case]], n: int, pool:
 
 
 def _shape_row(name: str, shape: Shape, n: int, launcher: Any) -> KernelPoint:
-    """A kernel's row; with its launcher (kernel, arguments, ...), its occupancy and bytes in flight, read
-    from its compiled code."""
+    """A kernel's row; with its launcher, its occupancy and bytes in flight, read from its compiled code."""
     row = KernelPoint(name=name, family=shape.family, reads=shape.reads, writes=shape.writes,
                       width_bytes=shape.width_bytes, groups_in_flight=shape.groups_in_flight, grid=shape.grid, n=n)
     if launcher is None:
@@ -317,27 +258,13 @@ def measure_pipelines(n: int = (1 << 26) + 3, repeats: int = 15, s: float = 1.7)
     """The four corners of the 2x2, each checked against NumPy, then timed end to end."""
     require_gpu("the 2x2")
     pool = Pool(n, seed=9, s=s)
-    runs: dict[str, Callable[..., None]] = {
-        "three kernels, 4-byte": lambda a, b, c, t1, t2, out: launch_three(a, b, c, pool.s, t1, t2, out),
-        "fused, 4-byte": lambda a, b, c, t1, t2, out: run_naive(a, b, c, pool.s, out),
-        "three kernels, 16-byte": lambda a, b, c, t1, t2, out: run_three_vec4(a, b, c, pool.s, t1, t2, out),
-        "fused, 16-byte": lambda a, b, c, t1, t2, out: VARIANTS["vec4"](a, b, c, pool.s, out),
-    }
-
-    def builder(name: str) -> Callable[[int], Case]:
-        def case(m: int) -> Case:
-            views = pool.views(m)
-            return Case(lambda: runs[name](*views), lambda: views[5], lambda: poison_on_device(*views[3:]))
-
-        return case
-
+    builders = {"three kernels, 4-byte": numba_three(pool), "fused, 4-byte": numba_fused(pool, run_naive),
+                "three kernels, 16-byte": numba_three(pool, run_three_vec4),
+                "fused, 16-byte": numba_fused(pool, VARIANTS["vec4"])}
     rows = {name: PipelinePoint(name=name, width_bytes=width, kernels=kernels, bytes_per_element=per_element, n=n)
             for name, (width, kernels, per_element) in PIPELINES.items()}
-    _checked_and_timed({name: builder(name) for name in PIPELINES}, n, pool, rows, repeats, lambda *_: None)
+    _checked_and_timed(builders, n, pool, rows, repeats, lambda *_: None)
     return list(rows.values())
-
-
-# --- everything, in one run ------------------------------------------------------------------------
 
 
 def with_claims(record: BytesInFlight) -> BytesInFlight:
@@ -390,11 +317,8 @@ def _latencies(record: BytesInFlight, log: Callable[[str], None]) -> None:
 def measure(n_probe: int = 1 << 26, n_kernels: int = (1 << 26) + 3, repeats: int = 15,
             log: Callable[[str], None] = print,
             checkpoint: Callable[[BytesInFlight], object] | None = None) -> BytesInFlight:
-    """Everything, in one run: latency, the curve, the series' kernels and the 2x2 (GPU only).
-
-    ``checkpoint``, if given, receives the record as it grows (after each stage), so a
-    run cut short still leaves what it measured.
-    """
+    """Everything, in one run: latency, the curve, the series' kernels and the 2x2 (GPU only);
+    ``checkpoint`` receives the record after each stage, so a run cut short keeps what it measured."""
     require_gpu("the bytes-in-flight measurement")
     started = time.perf_counter()
     record = BytesInFlight(sms=sm_count() or 0, block_size=BLOCK_SIZE, repeats=repeats, n_probe=n_probe,

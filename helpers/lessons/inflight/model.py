@@ -1,13 +1,8 @@
-"""The bytes-in-flight model's arithmetic: Little's law, occupancy, the measured curve read as a prediction.
+"""The bytes-in-flight model's arithmetic (no GPU needed): Little's law, occupancy, the curve read as a prediction.
 
-A memory system that answers a load after a latency ``L`` delivers, at most, the bytes
-that are waiting for an answer divided by that latency::
-
-    bandwidth = bytes in flight / latency        (until the device's own limit)
-
-Nothing here needs a GPU: :mod:`helpers.lessons.inflight.measure` measures the latency and
-the curve, and :class:`~helpers.lessons.inflight.record.BytesInFlight` applies these
-functions to what it measured.  :data:`SHAPES` says how each of the series' kernels meets memory.
+A memory system that answers a load after a latency ``L`` delivers at most the bytes waiting for an
+answer divided by that latency: ``bandwidth = bytes in flight / latency`` (until the device's limit).
+:data:`SHAPES` says how each of the series' kernels meets memory.
 """
 
 from __future__ import annotations
@@ -29,11 +24,8 @@ NEAR_PERCENT = 10.0  # each prediction should land within 10% of its measurement
 
 
 def threads_per_sm(registers: int | None, block_size: int = BLOCK_SIZE, blocks_launched_per_sm: int | None = None) -> int:
-    """Resident threads per SM: blocks that fit (registers, threads, block limit) x block size.
-
-    ``blocks_launched_per_sm`` caps the count for a grid of that many blocks per SM
-    (a resident grid sized to fewer blocks than fit).
-    """
+    """Resident threads per SM: blocks that fit (registers, threads, block limit), capped by
+    ``blocks_launched_per_sm`` (a grid of fewer blocks than fit), x block size."""
     fit = resident_blocks_per_sm(registers, block_size)
     if blocks_launched_per_sm is not None:
         if blocks_launched_per_sm < 1:
@@ -54,11 +46,8 @@ def bytes_in_flight_per_sm(loads_per_thread: int, bytes_per_load: int, threads: 
 
 
 def littles_law_gbs(in_flight_per_sm: float, sms: int, latency_ns: float, reads: int = 1, writes: int = 0) -> float:
-    """Read+write GB/s that ``in_flight_per_sm`` read bytes sustain over ``latency_ns`` on ``sms`` SMs.
-
-    Reads arrive at ``sms * in_flight / latency`` bytes per ns (= GB/s); each element
-    read from ``reads`` arrays also writes ``writes``, which ride along at the same rate.
-    """
+    """Read+write GB/s that ``in_flight_per_sm`` read bytes sustain over ``latency_ns`` on ``sms`` SMs
+    (reads arrive at ``sms * in_flight / latency`` bytes per ns; the writes ride along)."""
     if latency_ns <= 0 or sms < 1 or reads < 1 or writes < 0:
         raise ValueError("latency_ns and sms must be positive, reads at least 1, writes not negative")
     return sms * in_flight_per_sm / latency_ns * (reads + writes) / reads
@@ -72,13 +61,9 @@ def implied_latency_ns(in_flight_per_sm: float, sms: int, read_gbs: float) -> fl
 
 
 def curve_points(probes: Iterable[Any], reads: int, width_bytes: int | None = None) -> list[tuple[float, float]]:
-    """The measured curve (bytes in flight per SM, read+write GB/s) for one read/write mix.
-
-    ``probes`` are :class:`~helpers.lessons.inflight.record.ProbePoint` rows.
-    Probes of equal bytes in flight (reached by different unrolls and occupancies) are
-    merged by their median.  ``width_bytes=None`` pools both access widths.  Only the
-    resident-grid probes, whose occupancy is set, make the curve.
-    """
+    """The measured curve (bytes in flight per SM, read+write GB/s) for one mix, from the resident-grid probes
+    (whose occupancy is set); probes of equal bytes in flight merged by their median; ``width_bytes=None`` pools
+    both widths."""
     by_q: dict[int, list[float]] = {}
     for p in probes:
         if p.reads != reads or p.gbs is None or not p.bitwise_equal or p.grid != "resident":
@@ -98,10 +83,8 @@ def read_curve(points: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarra
 def predict_gbs(points: list[tuple[float, float]], in_flight_per_sm: float) -> float | None:
     """The curve read at ``in_flight_per_sm``: linear in log(bytes in flight) between measured points.
 
-    The curve is first made non-decreasing (more bytes in flight never lowers the
-    bandwidth the memory *can* deliver; a dip is noise or another limit).  Below the
-    smallest point the rate scales in proportion (Little's law, latency fixed);
-    above the largest it stays flat (the device's limit).
+    The curve is first made non-decreasing (a dip is noise or another limit); below the smallest point the
+    rate scales in proportion (Little's law), above the largest it stays flat (the device's limit).
     """
     if not points:
         return None
@@ -118,10 +101,8 @@ def predict_gbs(points: list[tuple[float, float]], in_flight_per_sm: float) -> f
 def average_in_flight_factor(latency_ns: float, other_ns: float) -> float:
     """The share of a trip a thread has its loads in flight: ``latency / (latency + other)``.
 
-    Little's law holds for the *average* bytes in flight.  A thread that spends
-    ``other_ns`` per trip on work between its loads' arrival and its next loads (a
-    division before the store, say) has nothing in flight for that time.  A negative
-    ``other_ns`` (less such work than the probes that drew the curve) raises the share.
+    Little's law holds for the *average* bytes in flight: a thread spending ``other_ns`` per trip between its
+    loads' arrival and its next loads has nothing in flight then (negative: less work than the probes did).
     """
     if latency_ns <= 0:
         raise ValueError(f"latency_ns must be positive, got {latency_ns}")

@@ -1,24 +1,11 @@
-"""The record of one bytes-in-flight run (``bytes_in_flight.json``), and the model's questions it answers.
-
-Written by :mod:`helpers.lessons.inflight.measure` (``python -m helpers.lessons.inflight``), read
-back with ``helpers.results.load(BytesInFlight)``; its methods apply :mod:`helpers.lessons.inflight.model`
-to what was measured.
-"""
+"""The record of one bytes-in-flight run (``bytes_in_flight.json``); its methods apply the model to it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
-from helpers.lessons.inflight.model import (
-    DIAGNOSTICS,
-    SHAPES,
-    average_in_flight_factor,
-    curve_points,
-    implied_latency_ns,
-    predict_gbs,
-    probe_chain,
-)
+from helpers.lessons.inflight.model import (DIAGNOSTICS, SHAPES, average_in_flight_factor, curve_points,
+                                            implied_latency_ns, predict_gbs, probe_chain)
 from helpers.results import Claim, Record
 
 
@@ -36,12 +23,8 @@ class ChasePoint:
     fresh: bool = False  # True: each repeat continues the chain onto lines no repeat has touched yet
 
     def latency_ns(self) -> float | None:
-        """ns per load over lines not yet cached.
-
-        Without ``fresh``, every repeat walked the same lines from the same start, so
-        the repeats after the first found those lines in the L2 (8 MiB of them, for
-        65,536 steps): only the first sample measured the buffer's own level.
-        """
+        """ns per load over lines not yet cached (without ``fresh`` the later repeats found the first's lines in
+        the L2: only the first sample measured the buffer's own level)."""
         if self.fresh or not self.samples_ns:
             return self.ns_per_load
         return self.samples_ns[0]
@@ -123,11 +106,9 @@ class PipelinePoint:
 
 
 @dataclass(kw_only=True)
-class BytesInFlight(Record):
+class BytesInFlight(Record, schema="bytes_in_flight", version=1):
     """Latency, the bandwidth-against-bytes-in-flight curve, and the series' kernels, in one run."""
 
-    SCHEMA: ClassVar[str] = "bytes_in_flight"
-    VERSION: ClassVar[int] = 1
     sms: int
     block_size: int
     repeats: int
@@ -169,11 +150,8 @@ class BytesInFlight(Record):
         return {o.op: o.ns_per_op for o in self.op_latency if o.ns_per_op is not None and o.bitwise_equal}
 
     def arithmetic_ns(self, k: KernelPoint) -> float | None:
-        """Time per trip that ``k``'s dependent arithmetic adds beyond the probes' (ns); None if not measured.
-
-        A kernel's chain (its operations between the loads' arrival and the store) minus the
-        additions the probe of its mix does: the probes' own arithmetic is already in the curve.
-        """
+        """Time per trip (ns) that ``k``'s dependent arithmetic adds beyond its mix's probe's, whose own is already
+        in the curve; None if not measured."""
         shape = SHAPES.get(k.name) or DIAGNOSTICS.get(k.name)
         ns = self.op_ns()
         if shape is None or not ns:
@@ -191,14 +169,9 @@ class BytesInFlight(Record):
         return implied_latency_ns(k.bytes_in_flight_per_sm, self.sms, base * k.reads / (k.reads + k.writes))
 
     def predicted_gbs(self, k: KernelPoint, pooled: bool = False, arithmetic: bool = True) -> float | None:
-        """The model's bandwidth for kernel ``k``.
-
-        The curve of its mix (and width, unless ``pooled``) read at its peak bytes in
-        flight; then, with ``arithmetic``, scaled to the *average* bytes in flight: by
-        ``L / (L + t)``, where ``L`` is the latency the curve implies there and ``t`` the
-        time per trip that the kernel's dependent arithmetic adds beyond the probes'.
-        Without measured operation latencies the second step is left out.
-        """
+        """The model's bandwidth for kernel ``k``: the curve of its mix (and width, unless ``pooled``) at its peak
+        bytes in flight; with ``arithmetic`` (and measured operation latencies), scaled to the *average* bytes in
+        flight by ``L / (L + t)`` (``L``: the latency the curve implies there, ``t``: :meth:`arithmetic_ns`)."""
         if not k.bytes_in_flight_per_sm:
             return None
         points = curve_points(self.probes, k.reads, None if pooled else k.width_bytes)

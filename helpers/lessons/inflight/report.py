@@ -13,20 +13,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from helpers.harness.tables import table
-from helpers.lessons.inflight.model import (
-    DIAGNOSTICS,
-    NEAR_PERCENT,
-    PIPELINES,
-    READS,
-    SHAPES,
-    WIDTHS,
-    average_in_flight_factor,
-    curve_points,
-    implied_latency_ns,
-    littles_law_gbs,
-    percent_off,
-    read_curve,
-)
+from helpers.lessons.inflight.model import (DIAGNOSTICS, NEAR_PERCENT, PIPELINES, READS, SHAPES, WIDTHS,
+                                            average_in_flight_factor, curve_points, implied_latency_ns, littles_law_gbs,
+                                            percent_off, read_curve)
 from helpers.lessons.inflight.record import BytesInFlight
 from helpers.lessons.sweep.record import Sweep
 from helpers.results import ResultError, load
@@ -37,9 +26,6 @@ WIDTH_MARKERS = {4: "o", 16: "s"}
 
 def _kib(nbytes: float | None) -> str:
     return "-" if not nbytes else f"{nbytes / 1024:.0f}"
-
-
-# --- the model's numbers ----------------------------------------------------------------------------
 
 
 def needed_in_flight_per_sm(record: BytesInFlight, gbs: float, reads: int = 3) -> float | None:
@@ -100,7 +86,6 @@ def sweep_ratio(implementations: tuple[str, str] = ("torch eager", "torch.compil
     times = {m.implementation: m.median_ms for m in sweep.measurements if m.n == n and m.mode == "gpu"}
     first, second = (times.get(k) for k in implementations)
     return None if not first or not second else first / second
-
 
 
 # --- the tables (each notebook prints them in a checked cell: their layouts are fixed) ---------------
@@ -216,9 +201,6 @@ def summary(record: BytesInFlight) -> str:
     return "\n".join(lines + [c.line() for c in record.claims])
 
 
-# --- the figures ---------------------------------------------------------------------------------
-
-
 def plot_curve(record: BytesInFlight, show_kernels: bool = True) -> Any:
     """Achieved bandwidth against bytes in flight per SM: the probes, Little's law, the bound and the best measurements."""
     fig, ax = plt.subplots(figsize=(9, 5))
@@ -249,12 +231,10 @@ def plot_curve(record: BytesInFlight, show_kernels: bool = True) -> Any:
                            edgecolors="black", linewidths=0.5, zorder=5)
         ax.scatter([], [], marker="*", s=90, color="white", edgecolors="black", label="series kernels (colour: mix)")
     ax.set_xscale("log", base=2)
-    ax.set_xlim(0.5, 512)
-    ax.set_ylim(0, 1.12 * (record.datasheet_gbs or max(p.gbs or 0 for p in record.probes)))
+    ax.set(xlim=(0.5, 512), ylim=(0, 1.12 * (record.datasheet_gbs or max(p.gbs or 0 for p in record.probes))),
+           xlabel="bytes in flight per SM (KiB, reads)", ylabel="achieved GB/s (read + write)")
     if show_kernels:
         label_kernels(ax, record)  # after the limits: the crowded names are placed by them
-    ax.set_xlabel("bytes in flight per SM (KiB, reads)")
-    ax.set_ylabel("achieved GB/s (read + write)")
     return _titled(fig, ax, record, "bandwidth against the bytes each SM keeps in flight", 10, 7, "upper left")
 
 

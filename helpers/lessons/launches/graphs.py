@@ -1,9 +1,8 @@
 """CUDA graphs: record a sequence of Numba launches once, then replay it with one call.
 
-Every Numba launch costs the host tens of microseconds (type checks, argument
-packing, the driver call).  A *graph* records the launches once; a replay hands the
-whole recorded sequence to the driver in one call.  Write the launches as a function
-of a stream, so that the same code runs directly or is captured::
+Every Numba launch costs the host tens of microseconds; a replay hands the whole recorded
+sequence to the driver in one call.  Write the launches as a function of a stream, so that
+the same code runs directly or is captured::
 
     def pipeline(stream):
         add_kernel[blocks, BLOCK_SIZE, stream](a, b, t1)
@@ -13,15 +12,10 @@ of a stream, so that the same code runs directly or is captured::
     graph = capture(pipeline)   # checks every launch's arguments, then records
     graph.run()                 # replay and wait
 
-A graph replays on the very buffers it was captured with, with the scalars it was
-captured with.  To feed new inputs, copy them into the captured buffers on the
-graph's stream (:meth:`CudaGraph.copy_into`) and replay, or capture again.
-
-Graphs are built with ``cuda.core`` (NVIDIA's Python CUDA library that numba-cuda is
-itself built on): Numba launches into a ``cuda.core`` ``GraphBuilder`` passed where a
-stream goes.  The CUDA simulator runs kernels as Python code and has no graphs:
-:func:`capture` checks the launches there (the arrays, and that each launch uses the pipeline's
-``stream``) and then raises :class:`GraphsNeedGPU`.
+A graph replays on the buffers and scalars it was captured with: copy new inputs into them on
+the graph's stream (:meth:`CudaGraph.copy_into`), or capture again.  Graphs are built with
+``cuda.core`` (Numba launches into a ``GraphBuilder`` passed where a stream goes).  The simulator
+has no graphs: :func:`capture` checks the launches there, then raises :class:`GraphsNeedGPU`.
 """
 
 from __future__ import annotations
@@ -44,15 +38,10 @@ from helpers.ledger import Ledger
 from helpers.harness.peers import Unavailable
 from helpers.timing import MIN_HOLD_US, hold_kernel, us_per_hold_iteration
 
-__all__ = ["MIN_HOLD_US", "CudaGraph", "GraphsNeedGPU", "NotCapturable", "SimulatedStream", "capture", "check_capturable",
-           "counted", "time_calls"]
+from .record import Timed
 
-GRAPHS_NEED_GPU = (
-    "CUDA graphs need a GPU: the simulator runs each kernel as Python code and cannot record "
-    "launches into a graph"
-)
-
-
+GRAPHS_NEED_GPU = ("CUDA graphs need a GPU: the simulator runs each kernel as Python code and cannot record "
+                   "launches into a graph")
 NO_LAUNCHES = "the pipeline made no Numba launches: there is nothing to record"
 
 PIPELINE_SHAPE = ("a function of the stream to launch on, e.g. "
@@ -65,9 +54,6 @@ class GraphsNeedGPU(Unavailable):
 
 class NotCapturable(TypeError):
     """A launch that a graph cannot record as it stands (the message says why and what to do)."""
-
-
-# --- cuda.core, wherever this version keeps it ------------------------------------------------
 
 
 def core() -> Any:
@@ -96,11 +82,8 @@ def graph_builder_type() -> type:
 
 @lru_cache(maxsize=1)
 def default_stream() -> Any:
-    """One ``cuda.core`` stream on the current device, shared by the graphs of a session.
-
-    Numba launches accept it as their stream (``kernel[grid, block, stream](...)``),
-    and so do Numba's copies (``array.copy_to_device(host, stream=stream)``).
-    """
+    """One ``cuda.core`` stream on the current device, shared by the graphs of a session (Numba's launches and
+    copies accept it as their stream)."""
     if is_simulator():
         raise GraphsNeedGPU(GRAPHS_NEED_GPU)
     from numba import cuda
@@ -122,9 +105,7 @@ def timing_event_options() -> Any:
 
 def _close(thing: Any) -> None:
     """Release a cuda.core object now where this version can (older ones free it when collected)."""
-    close = getattr(thing, "close", None)
-    if close is not None:
-        close()
+    getattr(thing, "close", lambda: None)()
 
 
 def legacy_stream() -> Any:
@@ -132,9 +113,6 @@ def legacy_stream() -> Any:
     module = core()
     stream = getattr(module, "LEGACY_DEFAULT_STREAM", None)
     return stream if stream is not None else module.Stream.from_handle(0)
-
-
-# --- checking launches before they are recorded ------------------------------------------
 
 
 def _check_pipeline(pipeline: Any, caller: str) -> None:
@@ -154,13 +132,8 @@ def _check_pipeline(pipeline: Any, caller: str) -> None:
 
 
 def check_capturable(kernel: str, args: tuple[Any, ...] | list[Any]) -> None:
-    """Raise :class:`NotCapturable` if a launch with these arguments cannot be recorded.
-
-    A host array (or a ``cuda.In``/``cuda.Out``/``cuda.InOut`` hint) makes Numba copy
-    it to the GPU before the launch and back after it, and wait for the copy back.
-    A graph cannot record that wait, and a recorded copy would read the host memory
-    as it was at capture, so every array must already be on the device.
-    """
+    """Raise :class:`NotCapturable` if a launch with these arguments cannot be recorded: a host array (or a
+    ``cuda.In``/``Out``/``InOut`` hint) is copied around the launch, with a wait a graph cannot record."""
     if not isinstance(args, (tuple, list)):
         raise TypeError(f"check_capturable needs the launch's arguments as a tuple or a list, got {type(args).__name__}")
     _refuse_host_copies(kernel, args, [host_copy(arg)[1] for arg in args])
@@ -171,16 +144,12 @@ def _refuse_host_copies(kernel: str, args: Sequence[Any], hosts: Sequence[str | 
     for position, (arg, host) in enumerate(zip(args, hosts), 1):
         where = f"argument {position} of {kernel}"
         if host == "array":
-            raise NotCapturable(
-                f"{where} is a host NumPy array. Numba copies a host array to the GPU "
-                "before every launch and back after it, and a graph cannot record those copies. "
-                "Copy it once before capturing, e.g. `a_gpu = cuda.to_device(a)`, and launch on `a_gpu`."
-            )
+            raise NotCapturable(f"{where} is a host NumPy array. Numba copies a host array to the GPU before every "
+                                "launch and back after it, and a graph cannot record those copies. Copy it once "
+                                "before capturing, e.g. `a_gpu = cuda.to_device(a)`, and launch on `a_gpu`.")
         if host is not None:
-            raise NotCapturable(
-                f"{where} is a host array in a cuda.{host} hint, which asks for a copy around "
-                "the launch; a graph cannot record it. Copy the array to the device once before capturing."
-            )
+            raise NotCapturable(f"{where} is a host array in a cuda.{host} hint, which asks for a copy around the "
+                                "launch; a graph cannot record it. Copy the array to the device once before capturing.")
         if isinstance(arg, (list, tuple)) and any(isinstance(x, np.ndarray) for x in arg):
             raise NotCapturable(f"{where} holds host NumPy arrays; pass device arrays (cuda.to_device) instead.")
 
@@ -217,26 +186,20 @@ class SimulatedStream(int):
 
 
 def _wrong_stream(name: str) -> NotCapturable:
-    return NotCapturable(
-        f"{name} was launched on another stream than the one the pipeline was given, so a "
-        f"graph would not record it: write {name}[grid, block, stream](...) with the "
-        "pipeline's `stream` argument."
-    )
+    return NotCapturable(f"{name} was launched on another stream than the one the pipeline was given, so a "
+                         f"graph would not record it: write {name}[grid, block, stream](...) with the pipeline's "
+                         "`stream` argument.")
 
 
 class _Watch:
-    """Check (and note) every Numba launch made while it is active, and insist on the pipeline's stream.
-
-    ``expected`` is that stream: its handle on a GPU, the :class:`SimulatedStream` in the simulator
-    (``None``: any stream).  ``adopt`` (a stream, or ``None``) lets launches on the default stream
-    through; on a GPU they are moved onto it.  It subscribes to :mod:`helpers.launch_hook`, so a
-    ledger can count the same launches.
+    """Check (and note) every Numba launch made while it is active, on the pipeline's stream ``expected`` (a
+    handle on a GPU, the :class:`SimulatedStream` in the simulator, ``None``: any).  ``adopt`` lets launches on
+    the default stream through, moved onto it on a GPU.  A ledger can count the same launches.
     """
 
     def __init__(self, expected: Any, *, run: bool, adopt: Any = None) -> None:
-        self.expected = expected
+        self.expected, self.adopt = expected, adopt
         self.run = run  # False in the simulator: check and note, but do not execute
-        self.adopt = adopt
         self.launches: list[CapturedLaunch] = []
         self._subscription = ExitStack()
 
@@ -276,24 +239,15 @@ class _Watch:
             raise _wrong_stream(call.name)
 
 
-# --- the graph -------------------------------------------------------------------------------
-
-
 class CudaGraph:
     """A recorded sequence of launches, replayed on one ``cuda.core`` stream."""
 
     def __init__(self, graph: Any, stream: Any, launches: list[CapturedLaunch], name: str) -> None:
-        self._graph = graph
-        self.stream = stream
-        self.launches = launches
-        self.name = name
+        self._graph, self.stream, self.launches, self.name = graph, stream, launches, name
 
     def replay(self, stream: Any = None) -> None:
-        """Queue one replay of every recorded launch (returns at once, like a launch).
-
-        It goes on the graph's own stream unless another ``cuda.core`` stream is given
-        (``legacy_stream()``, say, to queue it behind Numba's default-stream work).
-        """
+        """Queue one replay of every recorded launch (returns at once, like a launch), on the graph's own
+        stream or another ``cuda.core`` one (``legacy_stream()``, to queue it behind default-stream work)."""
         self._graph.launch(self.stream if stream is None else stream)
 
     def sync(self) -> None:
@@ -306,11 +260,7 @@ class CudaGraph:
         self.sync()
 
     def copy_into(self, device_array: Any, host_array: np.ndarray) -> None:
-        """Copy new input data into a captured buffer, ordered before the next replay.
-
-        The copy goes on the graph's own stream: a copy on another stream could still be
-        running when the replay reads the buffer.
-        """
+        """Copy new input data into a captured buffer on the graph's own stream, ordered before the next replay."""
         if tuple(device_array.shape) != tuple(np.shape(host_array)):
             raise ValueError(f"shape {np.shape(host_array)} does not match the captured buffer's {device_array.shape}; "
                              "a graph replays on the buffers it was captured with: capture again for another size")
@@ -330,24 +280,15 @@ def capture(pipeline: Callable[[Any], object], *, name: str = "graph", stream: A
             warm_up: bool = True, adopt_default_stream: bool = False) -> CudaGraph:
     """Record the launches ``pipeline(stream)`` makes into a graph, ready to replay.
 
-    Every launch is checked first (:func:`check_capturable`): host arrays and
-    launches on another stream are refused with a clear error.  With ``warm_up``
-    the pipeline runs once directly first, so that Numba compiles the kernels
-    outside the capture.  In the simulator the launches are checked (not run) and
-    :class:`GraphsNeedGPU` is raised.
-
-    ``adopt_default_stream=True`` is for code that launches without a stream
-    argument (a library function, say): its launches on Numba's default stream are
-    moved onto the capture's stream and recorded too.
+    Every launch is checked first (host arrays and launches on another stream are refused); with
+    ``warm_up`` the pipeline runs once directly, so Numba compiles outside the capture.  In the simulator
+    the launches are checked, then :class:`GraphsNeedGPU` is raised.  ``adopt_default_stream`` moves
+    launches made without a stream (a library function's, say) onto the capture's stream.
     """
     _check_pipeline(pipeline, "capture")
     if is_simulator():
-        simulated = SimulatedStream()
-        with _Watch(simulated, run=False, adopt=simulated if adopt_default_stream else None) as watch:
-            pipeline(simulated)
-        if not watch.launches:
-            raise ValueError(NO_LAUNCHES)
-        count, kernels = len(watch.launches), ", ".join(launch.kernel for launch in watch.launches)
+        launches = _in_simulator(pipeline, run=False, adopt=adopt_default_stream)
+        count, kernels = len(launches), ", ".join(launch.kernel for launch in launches)
         launched = f"{count} launches ({kernels}) were" if count > 1 else f"1 launch ({kernels}) was"
         raise GraphsNeedGPU(f"{GRAPHS_NEED_GPU}. The {launched} checked: all their arrays are on the device, "
                             "and all go on the pipeline's stream.")
@@ -355,6 +296,16 @@ def capture(pipeline: Callable[[Any], object], *, name: str = "graph", stream: A
     if warm_up:
         _direct(pipeline, stream, adopt_default_stream)
     return _record(pipeline, stream, name, adopt=adopt_default_stream)
+
+
+def _in_simulator(pipeline: Callable[[Any], object], *, run: bool, adopt: bool = False) -> list[CapturedLaunch]:
+    """``pipeline`` given the simulator's stand-in stream, every launch checked (and, with ``run``, made)."""
+    simulated = SimulatedStream()
+    with _Watch(simulated, run=run, adopt=simulated if adopt else None) as watch:
+        pipeline(simulated)
+    if not watch.launches:
+        raise ValueError(NO_LAUNCHES)
+    return watch.launches
 
 
 def _direct(pipeline: Callable[[Any], object], stream: Any, adopt: bool = False) -> None:
@@ -387,60 +338,18 @@ def _record(pipeline: Callable[[Any], object], stream: Any, name: str, adopt: bo
 
 
 def counted(pipeline: Callable[[Any], object], name: str) -> Ledger:
-    """The ledger's count of the launches a graph of ``pipeline`` records.
-
-    Every launch is checked as :func:`capture` checks it.  On a GPU the launches run
-    once directly, then the ledger counts the capture itself (a replay makes the
-    recorded launches, so the same trips).  In the simulator, which has no graphs, the
-    launches are made directly while the ledger counts them.
-    """
+    """The ledger's count of the launches a graph of ``pipeline`` records, each checked as :func:`capture` does:
+    on a GPU it counts the capture itself, in the simulator the launches made directly."""
     _check_pipeline(pipeline, "counted")
     if is_simulator():
-        simulated = SimulatedStream()
-        with Ledger(name) as ledger, _Watch(simulated, run=True) as watch:  # the check first, then the count
-            pipeline(simulated)
-        if not watch.launches:
-            raise ValueError(NO_LAUNCHES)
+        with Ledger(name) as ledger:
+            _in_simulator(pipeline, run=True)  # the check first, then the count
         return ledger
     stream = default_stream()
     _direct(pipeline, stream)  # checked (and compiled) outside the capture
     with Ledger(name) as ledger:
         _record(pipeline, stream, name).close()
     return ledger
-
-
-# --- honest timing -----------------------------------------------------------------------------
-
-
-@dataclass
-class CallTiming:
-    """How long one call (a replay, or a sequence of direct launches) takes, three ways.
-
-    ``host_us``: host time per call, issuing bursts of calls back to back (the GPU
-    keeps up at small n, so this is the cost of launching).  ``loop_ms``: CUDA events
-    around one call with the GPU idle before it, what a Python loop sees (launch cost
-    included).  ``gpu_ms``: CUDA events around one call queued behind a hold kernel,
-    so the launching is hidden and only the GPU's work is timed.
-    """
-
-    label: str
-    host_us: list[float]
-    loop_ms: list[float]
-    gpu_ms: list[float]
-    burst: int
-    hold_us: float
-
-    @property
-    def host_median_us(self) -> float:
-        return statistics.median(self.host_us)
-
-    @property
-    def loop_median_ms(self) -> float:
-        return statistics.median(self.loop_ms)
-
-    @property
-    def gpu_median_ms(self) -> float:
-        return statistics.median(self.gpu_ms)
 
 
 def host_us_per_call(call: Callable[[], object], stream: Any, *, burst: int = 50, repeats: int = 9) -> list[float]:
@@ -457,13 +366,9 @@ def host_us_per_call(call: Callable[[], object], stream: Any, *, burst: int = 50
 
 
 def time_calls(call: Callable[[], object], stream: Any, *, label: str = "", repeats: int = 25,
-               warmup: int = 3, burst: int = 50) -> CallTiming | None:
-    """Time ``call``, which queues GPU work on the ``cuda.core`` ``stream`` (a graph's, say).
-
-    Use the stream the work really runs on (``core().LEGACY_DEFAULT_STREAM`` for
-    Numba's, CuPy's and PyTorch's default stream), so that the events see it.
-    Returns ``None`` in the simulator, after saying why.
-    """
+               warmup: int = 3, burst: int = 50) -> Timed | None:
+    """Time ``call`` (a replay, or direct launches) three ways, on the ``cuda.core`` ``stream`` its work runs on
+    (:func:`legacy_stream` for Numba's, CuPy's and torch's default stream); ``None`` in the simulator, saying why."""
     if is_simulator():
         print(GRAPHS_NEED_GPU + ".")
         return None
@@ -486,4 +391,4 @@ def time_calls(call: Callable[[], object], stream: Any, *, label: str = "", repe
             end = stream.record(options=options)
             end.sync()
             (gpu if queued else loop).append(end - start)
-    return CallTiming(label, host, loop, gpu, burst, hold_us)
+    return Timed(label, 0, host, loop, gpu, burst, hold_us)

@@ -1,21 +1,12 @@
 """Launches cost too: where a launch's host time goes, and fusion beside CUDA graphs.
 
-Run it as ``python -m helpers.lessons.launches --help``.  Two measurements:
+1. Host time per launch against the number of array arguments (0 to 5): a lazily compiled kernel,
+   the same compiled for an explicit signature, and a one-launch graph of it replayed.
+2. The 2x2 over sizes, {three kernels, fused} x {direct, graph}, beside CuPy, torch eager and
+   ``torch.compile`` (also with ``mode="reduce-overhead"``, which replays CUDA graphs itself).
 
-1. **Host time per launch against the number of array arguments** (0 to 5), for a
-   lazily compiled kernel (``@cuda.jit``), the same kernel compiled for an explicit
-   signature, and a one-launch graph of it replayed.
-2. **The 2x2 over sizes**: {three kernels, fused} x {launched directly, replayed as a
-   graph}, n = 2^10 ... 2^28, beside CuPy's ``ElementwiseKernel``, torch eager and
-   ``torch.compile`` in its default mode and with ``mode="reduce-overhead"`` (which
-   replays CUDA graphs itself).  A peer that is not installed is reported absent.
-
-Every variant is checked against NumPy at every size (fresh random inputs, outputs
-poisoned with NaN first, and once at a size that is not a multiple of the block)
-before it is timed (:func:`helpers.harness.campaign.run_cases`).  The result is a typed
-record, ``results/<device>/launches.json``.  In the simulator the command checks the
-direct Numba variants at tiny sizes and reports the graph variants as needing a GPU; it
-measures no times.
+Every variant is checked against NumPy at every size before it is timed; in the simulator only the
+direct Numba variants are checked, and nothing is timed.
 """
 
 from __future__ import annotations
@@ -27,7 +18,6 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
-from importlib import metadata
 from typing import Any
 
 import numpy as np
@@ -42,34 +32,14 @@ from helpers.harness.device_checks import poison_on_device
 from helpers.harness.tables import power_label as power
 from helpers.lessons.roofline.kernels import VARIANTS, best_variant_name
 from helpers.pipeline import launch_fused, launch_three
-from helpers.results import Claim, Provenance, ResultError, folder_for, load, save
+from helpers.results import Claim, Provenance, ResultError, folder_for, load, package_version, save
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
 from . import graphs
 from .kernels import ARITY_KERNELS
-from .record import (
-    DIRECT_FUSED,
-    DIRECT_THREE,
-    FUSED,
-    GRAPH_BEST,
-    GRAPH_FUSED,
-    GRAPH_THREE,
-    PEERS,
-    RO,
-    RO_STATIC,
-    THREE,
-    ArgumentCost,
-    Check,
-    Counted,
-    LaunchesRun,
-    Settings,
-    Timed,
-    Variant,
-)
+from .record import (DIRECT_FUSED, DIRECT_THREE, FUSED, GRAPH_BEST, GRAPH_FUSED, GRAPH_THREE, PEERS, RO, RO_STATIC,
+                     THREE, ArgumentCost, Check, Counted, LaunchesRun, Settings, Timed, Variant)
 from .report import argument_table, fit_per_argument, plot_argument_costs, plot_two_by_two, table
-
-# --- host time per launch against the number of array arguments ---------------------------------
-
 
 def measure_argument_costs(n: int = 1024, launches: int = 200, repeats: int = 9) -> list[ArgumentCost]:
     """Host µs per launch for 0..5 array arguments: lazy, explicit signature, and a one-launch graph."""
@@ -92,9 +62,6 @@ def measure_argument_costs(n: int = 1024, launches: int = 200, repeats: int = 9)
         graph.close()
         costs.append(ArgumentCost(count, *row))
     return costs
-
-
-# --- the 2x2 and its peers ----------------------------------------------------------------------
 
 
 def _graph(**how: Any) -> peers.Factory:
@@ -149,18 +116,12 @@ def count_pipelines() -> dict[str, Counted]:
 
 def api_facts() -> dict[str, str]:
     """Which cuda.core this is, and where its pieces were found."""
-    facts = {"numba-cuda": _version("numba-cuda"), "cuda-core": _version("cuda-core") or _version("cuda_core")}
+    facts = {"numba-cuda": package_version("numba-cuda"),
+             "cuda-core": package_version("cuda-core") or package_version("cuda_core")}
     if not is_simulator():
         facts["cuda.core module"] = graphs.core().__name__
         facts["GraphBuilder"] = f"{graphs.graph_builder_type().__module__}.GraphBuilder"
     return {k: str(v) for k, v in facts.items()}
-
-
-def _version(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def check_bitwise(n: int = 1024 + 3) -> dict[str, bool]:
@@ -182,9 +143,6 @@ def check_bitwise(n: int = 1024 + 3) -> dict[str, bool]:
         found[f"{name} at n={n}"] = bool(np.array_equal(direct.copy_to_host(), replayed.copy_to_host()))
         graph.close()
     return found
-
-
-# --- the measurement ----------------------------------------------------------------------------
 
 
 def _rounded(samples: Sequence[float]) -> list[float]:
@@ -276,9 +234,6 @@ def _torch_counters() -> dict[str, int]:
         return {}
 
 
-# --- what the measurements say ------------------------------------------------------------------
-
-
 def _versus(record: LaunchesRun, mine: str, peer: str, sizes: list[int]) -> Claim | None:
     """``mine`` is no slower than ``peer`` at every size both were timed at."""
     def med(label: str, n: int) -> float | None:
@@ -342,9 +297,6 @@ def merge(previous: LaunchesRun, new: LaunchesRun) -> LaunchesRun:
     previous.elapsed_s = round(previous.elapsed_s + new.elapsed_s, 1)
     previous.claims = claims(previous)
     return previous
-
-
-# --- the command ------------------------------------------------------------------------------------
 
 
 def _options(parser: argparse.ArgumentParser) -> None:

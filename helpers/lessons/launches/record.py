@@ -1,14 +1,9 @@
-"""The record notebook 09's measurement writes, ``results/<device>/launches.json``, and the names of its variants.
-
-Written by :func:`helpers.lessons.launches.measure.run`; read back with
-``helpers.results.load(LaunchesRun)`` by notebook 09 and :mod:`helpers.lessons.launches.report`.
-"""
+"""The record of notebook 09's measurement (``launches.json``), and the names of its variants."""
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers.results import Claim, Record
 from helpers.sizes import BLOCK_SIZE
@@ -22,6 +17,11 @@ RO, RO_STATIC = "torch.compile reduce-overhead", "torch.compile reduce-overhead,
 PEERS = ("cupy ElementwiseKernel", "torch eager", "torch.compile", RO, RO_STATIC)
 
 
+def _median(samples: str) -> property:
+    """A property: the median of the list field ``samples``."""
+    return property(lambda self: statistics.median(getattr(self, samples)))
+
+
 @dataclass
 class ArgumentCost:
     """Host microseconds per launch of a kernel taking ``arrays`` array arguments (samples)."""
@@ -30,18 +30,7 @@ class ArgumentCost:
     lazy_us: list[float]
     explicit_us: list[float]
     graph_us: list[float]  # one replay of a graph holding this one launch
-
-    @property
-    def lazy(self) -> float:
-        return statistics.median(self.lazy_us)
-
-    @property
-    def explicit(self) -> float:
-        return statistics.median(self.explicit_us)
-
-    @property
-    def graph(self) -> float:
-        return statistics.median(self.graph_us)
+    lazy, explicit, graph = _median("lazy_us"), _median("explicit_us"), _median("graph_us")
 
 
 @dataclass
@@ -70,27 +59,16 @@ class Check:
 
 @dataclass
 class Timed:
-    """A variant at one size: host microseconds per call, and CUDA-event milliseconds two ways."""
+    """A variant (or a call) at one size, timed three ways (:func:`helpers.lessons.launches.graphs.time_calls`)."""
 
     variant: str
     n: int
-    host_us: list[float]  # host time per call, bursts of back-to-back calls
+    host_us: list[float]  # host time per call, bursts of back-to-back calls (the GPU keeps up: the launch cost)
     loop_ms: list[float]  # events around one call, GPU idle before it: what a Python loop sees
-    gpu_ms: list[float]  # events around one call queued behind a hold: GPU work only
+    gpu_ms: list[float]  # events around one call queued behind a hold kernel: GPU work only
     burst: int
     hold_us: float
-
-    @property
-    def loop(self) -> float:
-        return statistics.median(self.loop_ms)
-
-    @property
-    def gpu(self) -> float:
-        return statistics.median(self.gpu_ms)
-
-    @property
-    def host(self) -> float:
-        return statistics.median(self.host_us)
+    loop, gpu, host = _median("loop_ms"), _median("gpu_ms"), _median("host_us")
 
 
 @dataclass
@@ -118,11 +96,9 @@ class Settings:
 
 
 @dataclass(kw_only=True)
-class LaunchesRun(Record):
+class LaunchesRun(Record, schema="launches", version=1):
     """Host cost per launch against arguments, and the 2x2 of fusion and graphs over sizes."""
 
-    SCHEMA: ClassVar[str] = "launches"
-    VERSION: ClassVar[int] = 1
     simulated: bool
     note: str
     settings: Settings

@@ -12,18 +12,8 @@ from helpers.harness.tables import power_label
 from helpers.harness.tables import table as text_table
 from helpers.timing import Timing, format_ms
 
-from .record import (
-    DIRECT_FUSED,
-    DIRECT_THREE,
-    GRAPH_BEST,
-    GRAPH_FUSED,
-    GRAPH_THREE,
-    NUMBA_VARIANTS,
-    RO,
-    RO_STATIC,
-    ArgumentCost,
-    LaunchesRun,
-)
+from .record import (DIRECT_FUSED, DIRECT_THREE, GRAPH_BEST, GRAPH_FUSED, GRAPH_THREE, NUMBA_VARIANTS, RO, RO_STATIC,
+                     ArgumentCost, LaunchesRun)
 
 
 def fit_per_argument(costs: Sequence[ArgumentCost], which: str = "lazy") -> tuple[float, float]:
@@ -57,9 +47,7 @@ def plot_argument_costs(record: LaunchesRun) -> Any:
     for which, label, style in (("lazy", "@cuda.jit (lazy)", "o-"), ("explicit", "explicit signature", "s--"),
                                 ("graph", "graph of that one launch, replayed", "^-")):
         _ = ax.plot(x, [getattr(c, which) for c in costs], style, label=label)
-    ax.set_xlabel("array arguments")
-    ax.set_ylabel("host time per launch (µs)")
-    ax.set_ylim(bottom=0)
+    ax.set(xlabel="array arguments", ylabel="host time per launch (µs)", ylim=(0, None))
     ax.grid(alpha=0.3)
     ax.legend()
     ax.set_title(f"one launch at n = {record.settings.argument_n}")
@@ -84,14 +72,11 @@ def plot_two_by_two(record: LaunchesRun, mode: str = "loop", labels: Sequence[st
                 if label in TWO_BY_TWO else dict(zip(("ls", "marker"), next(peers)), markersize=3, lw=1, color="0.55")
             _ = ax.plot(xs, ys, label=label, **style)
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("n (float32 elements)")
-    ax.set_ylabel("time per call (µs)" + (", launch included" if mode == "loop" else ", GPU only"))
+    ax.set(yscale="log", xlabel="n (float32 elements)",
+           ylabel="time per call (µs)" + (", launch included" if mode == "loop" else ", GPU only"))
     ax.grid(alpha=0.3, which="both")
     fig.legend(loc="outside right center", fontsize=8)  # beside the curves, not over them
     return fig
-
-
 
 
 def table(record: LaunchesRun, sizes: Sequence[int] = (2**10, 2**20, 2**28), mode: str = "loop",

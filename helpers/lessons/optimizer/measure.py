@@ -1,11 +1,8 @@
-"""Lesson 12's AdamW step, measured: ``python -m helpers.lessons.optimizer adamw|plots``.
+"""Lesson 12's AdamW step on one tensor of 2^26 elements and on a list of 200 tensors, measured.
 
-On one tensor of 2^26 elements and on a list of 200 tensors of mixed sizes, every Numba
-step runs three steps from a fresh state and is checked against torch's ``fused=True``
-AdamW (or, without torch, against float64 NumPy), first at an odd size, before it is timed
-with CUDA events beside torch's three AdamW implementations
-(:func:`helpers.lessons.softmax.measure.measure_sizes`).  The record goes to ``reductions_adamw.json``
-after every case.  In the simulator only the checks run, at tiny sizes, and nothing is written.
+Every Numba step runs three steps from a fresh state and is checked against torch's ``fused=True``
+AdamW (float64 NumPy without torch), first at an odd size, before it is timed beside torch's three
+AdamW implementations (:func:`helpers.lessons.softmax.measure.measure_sizes`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""The record of lesson 12: ``reductions_adamw.json``.
-
-Written by :mod:`helpers.lessons.optimizer.measure`, read back with ``helpers.results.load(AdamWBench)``;
-:mod:`helpers.lessons.optimizer.report` reads it for notebook 12.
-"""
+"""The record of lesson 12 (``reductions_adamw.json``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers import results
 from helpers.lessons.softmax.record import Measured
@@ -23,7 +18,5 @@ class AdamWRow:
 
 
 @dataclass
-class AdamWBench(results.Record):
-    SCHEMA: ClassVar[str] = "reductions_adamw"
-    VERSION: ClassVar[int] = 1
+class AdamWBench(results.Record, schema="reductions_adamw", version=1):
     rows: list[AdamWRow] = field(default_factory=list)

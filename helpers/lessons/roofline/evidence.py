@@ -1,14 +1,12 @@
 """What the compiler made of each roofline variant: its PTX, its widest loads and stores, its registers.
 
-Compiled once per compute capability with the real compiler -- in a subprocess when this
-process runs the simulator -- and cached, so the same evidence is shown on any machine.
+Compiled once per compute capability with the real compiler and cached, so the same evidence shows on any machine.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -21,7 +19,7 @@ from numba.core import types
 
 from helpers.backend import is_simulator
 from helpers.counting.other_backend import COMPILER, OtherBackendError, run_under
-from helpers.counting.ptx import access_bytes, cache_dir
+from helpers.counting.ptx import access_bytes, cache_dir, cached
 from helpers.validate import kernel_function
 
 from . import kernels
@@ -164,27 +162,20 @@ def compile_request(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return _compile_all(tuple(request["cc"]))
 
 
-def _cache_path(cc: tuple[int, int]) -> Path:
-    return Path(cache_dir()) / f"roofline-{_source_fingerprint()}-sm{cc[0]}{cc[1]}.json"
+def _compile_here_or_there(cc: tuple[int, int]) -> str:
+    """:func:`_compile_all` as JSON, in a subprocess with the real compiler when this process runs the simulator."""
+    if not is_simulator():
+        return json.dumps(_compile_all(cc))
+    try:
+        return json.dumps(run_under(COMPILER, "helpers.lessons.roofline.evidence:compile_request", {"cc": list(cc)}))
+    except OtherBackendError as exc:
+        raise RuntimeError(f"compiling the roofline kernels to PTX failed: {exc}") from exc
 
 
 @lru_cache(maxsize=4)
 def _compiled(cc: tuple[int, int]) -> dict[str, dict[str, Any]]:
-    path = _cache_path(cc)
-    if path.exists():
-        return json.loads(path.read_text())
-    if is_simulator():  # numba.cuda is the simulator here: use the real compiler in a subprocess
-        try:
-            result = run_under(COMPILER, "helpers.lessons.roofline.evidence:compile_request", {"cc": list(cc)})
-        except OtherBackendError as exc:
-            raise RuntimeError(f"compiling the roofline kernels to PTX failed: {exc}") from exc
-    else:
-        result = _compile_all(cc)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, path)
-    return result
+    path = Path(cache_dir()) / f"roofline-{_source_fingerprint()}-sm{cc[0]}{cc[1]}.json"
+    return json.loads(cached(path, lambda: _compile_here_or_there(cc)))  # type: ignore[no-any-return]
 
 
 def ptx_evidence(name: str, cc: tuple[int, int] = (9, 0)) -> Evidence:

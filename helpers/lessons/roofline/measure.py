@@ -1,10 +1,5 @@
-"""Notebook 07's measurement: every fused variant beside torch.compile, the copy and the 3:1 streaming kernels.
-
-``python -m helpers.lessons.roofline [--repeats N]`` (GPU only; ``scripts/gpu/07_roofline.sh``).  At each
-size every kernel is checked against NumPy before it is timed (:func:`helpers.harness.campaign.run_cases`),
-then compared bit for bit; one that fails is recorded with its error and not timed.  The record is
-``results/<device>/roofline.json`` (:class:`~helpers.lessons.roofline.record.Roofline`).
-"""
+"""Notebook 07's measurement (GPU only): every fused variant beside torch.compile, the copy and the 3:1
+streaming kernels, each checked against NumPy at every size before it is timed, then compared bit for bit."""
 
 from __future__ import annotations
 
@@ -50,10 +45,8 @@ def _sum3(a: Any, b: Any, c: Any) -> Any:
 
 
 def factories() -> dict[str, peers.Factory]:
-    """Every variant, the Numba and torch.compile 3:1 streaming kernels, and torch.compile of the expression.
-
-    torch.compile compiles once per size here (``dynamic=False``): the strongest peer at each size.
-    """
+    """Every variant, the Numba and torch.compile 3:1 streaming kernels, and torch.compile of the expression
+    (once per size, ``dynamic=False``: the strongest peer at each size)."""
     made: dict[str, peers.Factory] = {
         name: (lambda pool, launch=launch: peers.numba_fused(pool, launch)) for name, launch in VARIANTS.items()}
     made[STREAM3] = lambda pool: _summed(pool, peers.numba_fused(pool, run_stream3))
@@ -79,11 +72,7 @@ def _bitwise(case: Case) -> bool:
 
 
 def benchmark(sizes: tuple[int, ...] = BENCH_SIZES, repeats: int = 30, s: float = 1.7) -> Roofline:
-    """Time every variant, torch.compile, the copy and the 3:1 streaming kernels in one run (GPU only).
-
-    Every kernel is first checked against NumPy at each size; one that fails or raises is
-    recorded with its error, not timed.
-    """
+    """Time every variant, torch.compile, the copy and the 3:1 streaming kernels in one run (GPU only)."""
     peers.require_gpu("the roofline benchmark (it times real kernels)")
     pool = Pool(max(sizes), seed=7, s=s)
     runs = {n: RooflineRun(copy=_copy(n, repeats)) for n in sizes}
@@ -148,7 +137,6 @@ def summarize(record: Roofline) -> Roofline:
     record.best_variant = largest.fastest_variant() if largest else None
     record.claims = claims
     return record
-
 
 
 def _run(args: argparse.Namespace) -> int:

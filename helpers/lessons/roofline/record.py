@@ -1,14 +1,8 @@
-"""The record notebook 07's benchmark writes, ``results/<device>/roofline.json``.
-
-Written by :func:`helpers.lessons.roofline.measure.benchmark`; read by notebook 07, by
-:mod:`helpers.lessons.roofline.ceiling` (the best 3:1 measurement) and by the lessons that
-compare with the best variant.
-"""
+"""The record of notebook 07's benchmark (``roofline.json``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers.results import Claim, Record
 
@@ -51,11 +45,9 @@ class RooflineRun:
 
 
 @dataclass(kw_only=True)
-class Roofline(Record):
+class Roofline(Record, schema="roofline", version=2):
     """Notebook 07's run: each fused variant against torch.compile and the 3:1 streaming kernels."""
 
-    SCHEMA: ClassVar[str] = "roofline"
-    VERSION: ClassVar[int] = 2
     expression: str
     dtype: str
     s: float

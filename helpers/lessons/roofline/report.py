@@ -30,9 +30,9 @@ def plot_roofline(record: Roofline, n: int = 2**28) -> Any:
     ax.axvline(NEAR_BEST_PERCENT, color="tab:red", lw=1, ls="--")
     ax.annotate(f"{NEAR_BEST_PERCENT:.0f}%", (NEAR_BEST_PERCENT, 1.0), xycoords=("data", "axes fraction"),
                 ha="right", va="bottom", fontsize=8, color="tab:red")
-    ax.set_xlabel(f"% of the best 3:1 streaming kernel ({best:,.0f} GB/s), n = {n:,}")
-    ax.set_xlim(0, max(values + [100]) + 5)
-    ax.set_title("out = (a + b) * c / s: fused variants against the best streaming kernel and torch.compile")
+    ax.set(xlabel=f"% of the best 3:1 streaming kernel ({best:,.0f} GB/s), n = {n:,}",
+           xlim=(0, max(values + [100]) + 5),
+           title="out = (a + b) * c / s: fused variants against the best streaming kernel and torch.compile")
     fig.tight_layout()
     return fig
 

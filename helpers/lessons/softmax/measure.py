@@ -1,16 +1,8 @@
-"""Lesson 11's softmax, measured: ``python -m helpers.lessons.softmax softmax [--quick]``.
+"""Lesson 11's softmax, measured through the harness's check-then-time loop, each shape a size of its own
+(``n`` = the rows, checked first at an odd count, its last rows against float64 NumPy on the device).
 
-Through the harness's check-then-time loop (:func:`helpers.harness.campaign.run_cases`),
-each shape a size of its own (``n`` = the rows): every implementation is checked at an odd
-number of rows first, then at the full shape its output is poisoned, it runs again and its
-last rows are compared with float64 NumPy on the device, and only then is it timed with CUDA
-events (the median of repeats).  One that fails is kept in the record untimed, with why.  The
-record goes to ``results/<device>/reductions_softmax.json`` (or ``--out``) after every shape,
-so a run cut short keeps what it measured; notebook 11 reads the committed H200 one.  In the
-simulator only the checks run, at tiny sizes, and nothing is written.
-
-Attention's and AdamW's checks are relative to the scale of an output, which an element by
-element comparison cannot express; :func:`measure_sizes` is their check-then-time loop.
+Attention's and AdamW's checks are relative to the scale of an output, which an element-by-element
+comparison cannot express: :func:`measure_sizes` is their check-then-time loop.
 """
 
 from __future__ import annotations
@@ -170,9 +162,6 @@ def bench_softmax(shapes: Sequence[tuple[int, int]], repeats: int = 30, variants
             keep(bench)  # after every shape: a run cut short keeps what it measured
         print(f"softmax {rows} x {cols}\n{softmax_table(SoftmaxBench(copy_ceiling_gbs=None, rows=[row]))}")
     return bench
-
-
-# --- shared with lesson 11's attention and lesson 12 ---------------------------------------------
 
 
 @dataclass

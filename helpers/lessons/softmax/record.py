@@ -1,15 +1,8 @@
-"""The records lessons 11 and 12 write: ``reductions_softmax.json`` here; :class:`Measured`, shared.
-
-Written by :mod:`helpers.lessons.softmax.measure`, read back with ``helpers.results.load(SoftmaxBench)``
-(:mod:`helpers.lessons.softmax.report` reads them for notebook 11).  Attention's and AdamW's records
-(:mod:`helpers.lessons.attention.record`, :mod:`helpers.lessons.optimizer.record`) hold the same
-:class:`Measured` rows.
-"""
+"""The record of lesson 11's softmax (``reductions_softmax.json``), and :class:`Measured`, the row of lessons 11-12."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers import results
 
@@ -36,8 +29,6 @@ class SoftmaxRow:
 
 
 @dataclass
-class SoftmaxBench(results.Record):
-    SCHEMA: ClassVar[str] = "reductions_softmax"
-    VERSION: ClassVar[int] = 1
+class SoftmaxBench(results.Record, schema="reductions_softmax", version=1):
     copy_ceiling_gbs: float | None
     rows: list[SoftmaxRow] = field(default_factory=list)

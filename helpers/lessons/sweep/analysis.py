@@ -1,19 +1,9 @@
-"""Reading a size sweep: runtime series, bandwidth, speedups, and the three regimes.
+"""Reading a size sweep (a :class:`~helpers.lessons.sweep.record.Sweep`): runtime series, bandwidth, speedups,
+and the three regimes, read off the measured curve so the notebook, the plots and the checks agree.
 
-A sweep is the :class:`~helpers.lessons.sweep.record.Sweep` record that
-``python -m helpers.lessons.sweep`` writes.  The functions here only *read* it, so the
-notebook, the plots and the benchmark's own checks all draw the same conclusions
-from the same numbers.
-
-The regimes are read off the measured curve, never drawn by hand:
-
-* **launch-bound** -- doubling ``n`` barely changes the time (the fixed cost of
-  issuing and starting each launch dominates, so time follows the number of
-  launches, not bytes);
-* **L2-resident** -- the working set fits in the L2 cache: with a warm cache the
-  run is clearly faster than with a flushed one (or, with no cold curve to compare,
-  the working set is below the L2 size);
-* **DRAM-bound** -- past the L2, time grows in step with the bytes moved.
+* **launch-bound**: doubling ``n`` barely changes the time (the fixed cost of each launch dominates);
+* **L2-resident**: the working set fits in the L2 (warm clearly faster than flushed, when both are measured);
+* **DRAM-bound**: past the L2, time grows in step with the bytes moved.
 """
 
 from __future__ import annotations
@@ -64,11 +54,8 @@ def _as_arrays(sizes: Sequence[float], times: Sequence[float]) -> tuple[np.ndarr
 
 
 def growth_per_doubling(sizes: Sequence[float], times: Sequence[float]) -> np.ndarray:
-    """At each size, the factor by which time grows when n doubles (1 = flat, 2 = proportional).
-
-    Each point uses its neighbours on both sides (geometric mean of the two
-    segments), the end points their single neighbour.
-    """
+    """At each size, the factor by which time grows when n doubles (1 = flat, 2 = proportional), from the
+    geometric mean of the segments on both sides (one at the ends)."""
     n, t = _as_arrays(sizes, times)
     segment = np.log2(t[1:] / t[:-1]) / np.log2(n[1:] / n[:-1])  # log-log slope of each segment
     slope = np.empty_like(n)
@@ -77,23 +64,13 @@ def growth_per_doubling(sizes: Sequence[float], times: Sequence[float]) -> np.nd
     return 2.0**slope
 
 
-def classify_regimes(
-    sizes: Sequence[float],
-    times_ms: Sequence[float],
-    working_set_bytes: Sequence[float],
-    l2_bytes: float,
-    *,
-    cold_times_ms: Sequence[float] | None = None,
-    flat: float = FLAT_GROWTH,
-    dram: float = DRAM_GROWTH,
-    l2_speedup: float = L2_SPEEDUP,
-) -> list[str]:
+def classify_regimes(sizes: Sequence[float], times_ms: Sequence[float], working_set_bytes: Sequence[float],
+                     l2_bytes: float, *, cold_times_ms: Sequence[float] | None = None, flat: float = FLAT_GROWTH,
+                     dram: float = DRAM_GROWTH, l2_speedup: float = L2_SPEEDUP) -> list[str]:
     """Label every size of one runtime curve with its regime.
 
-    ``working_set_bytes[i]`` is the distinct memory the run touches at ``sizes[i]``.
-    With ``cold_times_ms`` (the same work timed with the L2 flushed first), a size
-    counts as L2-resident only when the warm time is clearly below the cold time
-    *and* the working set fits in the L2; without it, the working set decides.
+    ``working_set_bytes[i]`` is the distinct memory touched at ``sizes[i]``.  With ``cold_times_ms`` (the L2
+    flushed first) a size is L2-resident only when warm is clearly faster *and* the working set fits.
     """
     n, t = _as_arrays(sizes, times_ms)
     ws = np.asarray(working_set_bytes, dtype=float)
@@ -143,9 +120,6 @@ def describe_spans(spans: Sequence[tuple[str, int, int]]) -> str:
     return ", ".join(parts) or "no clear regime"
 
 
-# --- reading a sweep result ------------------------------------------------------
-
-
 def has_timings(sweep: Sweep) -> bool:
     """False for a simulator sweep, which checks correctness and times nothing."""
     return bool(sweep.measurements)
@@ -160,10 +134,7 @@ def implementation_info(sweep: Sweep, label: str) -> ImplementationInfo:
 
 
 def series(sweep: Sweep, label: str, mode: str = "loop") -> tuple[np.ndarray, np.ndarray]:
-    """Sizes and median times (ms) of one implementation in one timing mode, ordered by n.
-
-    A CPU implementation has only the ``cpu`` mode, which is returned whatever GPU mode is asked.
-    """
+    """Sizes and median times (ms) of one implementation in one mode, by n (a CPU one has only ``cpu``)."""
     if implementation_info(sweep, label).device == "cpu":
         mode = "cpu"
     rows = sorted((m.n, m.median_ms) for m in sweep.measurements if m.implementation == label and m.mode == mode)
@@ -204,10 +175,7 @@ def speedup(sweep: Sweep, slow: str, fast: str, mode: str = "loop") -> tuple[np.
 
 
 def regimes_of(sweep: Sweep, label: str, mode: str = "gpu") -> list[str]:
-    """Regime labels of one implementation's curve, read off its measured times.
-
-    For the ``gpu`` mode the ``gpu_cold`` curve (if measured) is the cold reference.
-    """
+    """Regime labels of one implementation's curve (for ``gpu``, ``gpu_cold`` is the cold reference)."""
     sizes, times = series(sweep, label, mode)
     info = implementation_info(sweep, label)
     l2 = sweep.settings.l2_bytes

@@ -1,21 +1,9 @@
 """The size sweep: ``out = (a + b) * c / s`` from n = 2^10 to 2^28, Numba against its peers.
 
-Run it as ``make bench`` or ``python -m helpers.lessons.sweep --help``.  For every size and
-every implementation it
-
-1. checks the result against NumPy on fresh random inputs, with the output
-   poisoned (NaN) first, before anything is timed (:func:`helpers.harness.campaign.run_cases`);
-2. times it with CUDA events in three modes (see :data:`helpers.lessons.sweep.analysis.MODES`):
-   ``loop`` (what a Python loop sees, launch overhead included), ``gpu`` (GPU time
-   only, L2 warm) and ``gpu_cold`` (GPU time only, L2 flushed first);
-3. writes every sample, the provenance and what it checked about the GPU to
-   ``results/<device>/bench_sweep.json``, then the host cost of one launch
-   (``launch_overhead.json``, :mod:`helpers.lessons.sweep.overhead`), then plots.
-
-Memory is allocated once at the largest size; a smaller size uses prefix views,
-which stay contiguous (and 256-byte aligned).  In the CUDA simulator the command
-runs a tiny sweep that checks correctness only and is labelled simulated: it
-reports no times, because the simulator's times say nothing about a GPU.
+At every size every implementation is checked against NumPy before it is timed with CUDA events
+in three modes (:data:`helpers.lessons.sweep.analysis.MODES`: ``loop``, ``gpu``, ``gpu_cold``); every
+sample goes to ``bench_sweep.json``, then the host cost of one launch (:mod:`.overhead`), then plots.
+In the simulator a tiny sweep checks correctness only and reports no times.
 """
 
 from __future__ import annotations
@@ -54,18 +42,9 @@ FLUSH_FACTOR = 4  # the L2 flush reads this many L2 sizes of other data
 
 # Figures an earlier probe of this project measured on an H200 at n = 2^28 (design/series.md,
 # "Facts measured"): a sweep on an H200 is expected to reproduce each within 10 %.
-EARLIER_H200 = {
-    "device": "NVIDIA H200",
-    "n": 2**28,
-    "times_ms": {"numba three kernels": 2.72, "numba fused": 1.165, "torch.compile": 1.03,
-                 "cupy ElementwiseKernel": 1.29, "torch eager": 1.99},
-    "copy_gbs": 4277.0,
-    "tolerance": 0.10,
-    "min_speedup": 2.0,
-}
-
-
-# --- the implementations -----------------------------------------------------------------
+EARLIER_H200 = {"device": "NVIDIA H200", "n": 2**28, "copy_gbs": 4277.0, "tolerance": 0.10, "min_speedup": 2.0,
+                "times_ms": {"numba three kernels": 2.72, "numba fused": 1.165, "torch.compile": 1.03,
+                             "cupy ElementwiseKernel": 1.29, "torch eager": 1.99}}
 
 
 @dataclass(frozen=True)
@@ -161,9 +140,6 @@ def check_implementations(n: int = 1000, keys: Sequence[str] | None = None) -> d
     return {label: report[label] for label in infos}
 
 
-# --- timing ------------------------------------------------------------------------------------
-
-
 @cuda.jit
 def _read_all(buffer, sink):
     """Read every element (grid-stride): evicts other data from L2 and leaves only clean lines."""
@@ -226,9 +202,6 @@ def _measurement(label: str, n: int, mode: str, samples: list[float], hold_us: f
                        samples_ms=[float(f"{x:.6g}") for x in samples], hold_us=hold_us)
 
 
-# --- the sweep -----------------------------------------------------------------------------------
-
-
 def check_run(sizes: Sequence[int], repeats: int, warmup: int) -> None:
     """Raise ``ValueError`` naming the problem: counts out of range, or sizes this backend cannot hold."""
     if repeats < 1 or warmup < 0:
@@ -261,12 +234,8 @@ def _new_sweep(sizes: list[int], repeats: int, warmup: int, s: float) -> Sweep:
 def run_sweep(sizes: Sequence[int] | None = None, implementations: Sequence[str] | None = None, *,
               repeats: int = DEFAULT_REPEATS, warmup: int = DEFAULT_WARMUP, progress: bool = True,
               checkpoint: Callable[[Sweep], Any] | None = None) -> Sweep:
-    """Check and time every implementation at every size; return the sweep's record.
-
-    ``checkpoint(sweep)`` is called after each size, so that a run cut short still
-    leaves its measurements behind.  An implementation that gives a wrong answer is
-    recorded as failed and never timed.
-    """
+    """Check and time every implementation at every size (one that is wrong is recorded as failed, never timed);
+    ``checkpoint(sweep)`` after each size, so a run cut short keeps its measurements."""
     sizes = sorted(set(sizes or default_sizes()))
     check_run(sizes, repeats, warmup)
     started = time.perf_counter()
@@ -305,9 +274,6 @@ def _regimes_by_size(sweep: Sweep, label: str, mode: str) -> dict[int, str]:
         return {}
 
 
-# --- what the sweep checks about this GPU (a benchmark, not a timed test) -----------------------
-
-
 def check_claims(sweep: Sweep, mode: str = "loop") -> list[Claim]:
     """Statements about the GPU at n = 2^28, each marked true, false or not measured."""
     n = EARLIER_H200["n"]
@@ -342,9 +308,6 @@ def check_claims(sweep: Sweep, mode: str = "loop") -> list[Claim]:
                         None if copy_gbs is None or not comparable else abs(copy_gbs / earlier_gbs - 1) <= tolerance,
                         "" if copy_gbs is None else f"{copy_gbs:,.0f} GB/s, {copy_gbs / earlier_gbs - 1:+.1%}"))
     return claims
-
-
-# --- the command -------------------------------------------------------------------------------------
 
 
 def _options(parser: argparse.ArgumentParser) -> None:

@@ -1,9 +1,7 @@
 """The host cost of one launch (``launch_overhead.json``): Numba lazy against an explicit signature, CuPy, PyTorch.
 
-For each launcher: ``issue_us`` is the host time per launch over a burst of back-to-back
-launches (the GPU keeps up, so this is the Python and driver cost); ``with_sync_us``
-includes waiting for the burst to finish; ``launch_and_wait_us`` is one launch followed by
-``cuda.synchronize()``.
+``issue_us``: per launch in a burst (the Python and driver cost); ``with_sync_us``: with the wait for the
+burst; ``launch_and_wait_us``: one launch followed by ``cuda.synchronize()``.
 """
 
 from __future__ import annotations

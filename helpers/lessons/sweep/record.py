@@ -1,14 +1,8 @@
-"""The records the size sweep writes (``bench_sweep.json``, ``launch_overhead.json``).
-
-Written by :mod:`helpers.lessons.sweep.measure` (and :mod:`~helpers.lessons.sweep.overhead`), read back
-with ``helpers.results.load(Sweep)``; :mod:`helpers.lessons.sweep.analysis` and
-:mod:`helpers.lessons.sweep.report` read them.
-"""
+"""The records the size sweep writes (``bench_sweep.json``, ``launch_overhead.json``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from helpers.results import Claim, Record
 
@@ -73,11 +67,9 @@ class Measurement:
 
 
 @dataclass(kw_only=True)
-class Sweep(Record):
+class Sweep(Record, schema="bench_sweep", version=2):
     """The size sweep of ``out = (a + b) * c / s``: every sample, and what was checked."""
 
-    SCHEMA: ClassVar[str] = "bench_sweep"
-    VERSION: ClassVar[int] = 2
     benchmark: str
     simulated: bool
     note: str
@@ -102,11 +94,9 @@ class LauncherCost:
 
 
 @dataclass(kw_only=True)
-class LaunchOverhead(Record):
+class LaunchOverhead(Record, schema="launch_overhead", version=2):
     """Host cost of one launch, per launcher."""
 
-    SCHEMA: ClassVar[str] = "launch_overhead"
-    VERSION: ClassVar[int] = 2
     simulated: bool
     note: str
     n: int = 0

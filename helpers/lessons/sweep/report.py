@@ -1,10 +1,5 @@
-"""What notebook 05 shows of a size sweep (:mod:`helpers.lessons.sweep.measure`): its tables and figures.
-
-The tables (:func:`summary_table`, :func:`overhead_table`) are text; every figure takes the
-sweep's record and returns a matplotlib ``Figure``: runtime, bandwidth, speedup, launch
-overhead.  A simulated sweep has no times: its figures say so in words and draw no curve.  Regime bands are computed from the data by
-:func:`helpers.lessons.sweep.analysis.regimes_of`, never drawn by hand.
-"""
+"""What notebook 05 shows of a size sweep: its tables and figures (a simulated sweep's say in words that it has
+no times).  Regime bands are computed from the data (:func:`helpers.lessons.sweep.analysis.regimes_of`)."""
 
 from __future__ import annotations
 
@@ -28,18 +23,10 @@ from .record import LaunchOverhead, Sweep
 
 PNG_NAMES = {"runtime": "sweep_runtime.png", "bandwidth": "sweep_bandwidth.png", "headline": "headline.png",
              "overhead": "launch_overhead.png"}
-COLORS = {
-    "numba three kernels": "#c44e52",
-    "numba fused": "#4c72b0",
-    "numba fused (best)": "#1f3f7a",
-    "numba three kernels + graph": "#e8a09a",
-    "numba fused + graph": "#0b1f4d",
-    "numpy (CPU)": "#8c8c8c",
-    "cupy ElementwiseKernel": "#55a868",
-    "torch eager": "#dd8452",
-    "torch.compile": "#8172b3",
-    "device copy": "#222222",
-}
+COLORS = {"numba three kernels": "#c44e52", "numba fused": "#4c72b0", "numba fused (best)": "#1f3f7a",
+          "numba three kernels + graph": "#e8a09a", "numba fused + graph": "#0b1f4d", "numpy (CPU)": "#8c8c8c",
+          "cupy ElementwiseKernel": "#55a868", "torch eager": "#dd8452", "torch.compile": "#8172b3",
+          "device copy": "#222222"}
 REGIME_COLORS = {sa.LAUNCH_BOUND: "#f2d7d5", sa.L2_RESIDENT: "#d5e8d4", sa.DRAM_BOUND: "#dae8fc", sa.TRANSITION: "#ffffff"}
 PIPELINES = ("numba three kernels", "numba fused")
 
@@ -134,8 +121,7 @@ def draw_runtime(ax: Axes, sweep: Sweep, mode: str = "loop", labels: Sequence[st
                         textcoords="offset points", ha="right", va="center", fontsize=8, color=COLORS.get(label))
     _l2_line(ax, sweep)
     _log2_axis(ax)
-    ax.set_yscale("log")
-    ax.set_ylabel("median time (ms)")
+    ax.set(yscale="log", ylabel="median time (ms)")
 
 
 def plot_sweep_runtime(sweep: Sweep) -> Figure:
@@ -191,8 +177,7 @@ def plot_speedup(sweep: Sweep) -> Figure:
     launch_ratio = three.launches / fused.launches
     _reference_line(ax, launch_ratio, f"launch ratio {launch_ratio:g}", color="grey", ls="--")
     _log2_axis(ax)
-    ax.set_ylabel("three kernels / fused (time)")
-    ax.set_ylim(0, max(launch_ratio, bytes_ratio) * 1.3)
+    ax.set(ylabel="three kernels / fused (time)", ylim=(0, max(launch_ratio, bytes_ratio) * 1.3))
     return _finish(fig, ax, title, sweep, title="timing mode", title_fontsize=8)
 
 
@@ -246,9 +231,6 @@ def save_all(sweep: Sweep, folder: Path, overhead: LaunchOverhead | None = None)
         plt.close(figure)
         paths.append(path)
     return paths
-
-
-# --- tables ------------------------------------------------------------------------------------
 
 
 def summary_table(sweep: Sweep, sizes: Sequence[int] = (2**20, 2**24, 2**28), mode: str = "loop") -> str:

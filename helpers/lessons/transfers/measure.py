@@ -1,22 +1,10 @@
-"""One order of magnitude out: copies between host memory and the GPU, and between two GPUs.
+"""One order of magnitude out: copies between host memory and the GPU, and between two GPUs (CUDA events).
 
-Measured with CUDA events (see :mod:`helpers.timing`):
-
-* :func:`transfer_bandwidth` -- one copy of ``nbytes`` host->device or device->host,
-  from *pageable* host memory (an ordinary NumPy array, which the driver must stage
-  through a pinned buffer) or *pinned* memory (``cuda.pinned_array``, which the GPU's
-  copy engine reads directly).
-* :func:`measure_transfers` -- a sweep of sizes for all four, beside the
-  device-to-device copy of :func:`helpers.timing.copy_bandwidth`, as a :class:`Transfers` record.
-* :func:`pipeline_timings` -- the chapter's pipeline launched on host NumPy arrays
-  (Numba copies every one in and out around every launch) against the same kernels on
-  arrays that stay on the device.
-* :func:`measure_two_gpus` -- every two-GPU figure of :mod:`helpers.lessons.transfers.multigpu`
-  (plus the device-memory and host-link bandwidths of each GPU) in one :class:`TwoGpus` record.
-
-``python -m helpers.lessons.transfers host-link`` writes ``transfers.json`` (and a plot),
-``two-gpus`` writes ``two_gpus.json``.  In the simulator, or with fewer than two GPUs for
-the second, every measuring function says why and returns ``None``: never a made-up number.
+:func:`transfer_bandwidth` copies from *pageable* host memory (staged by the driver through a pinned
+buffer) or *pinned* memory (read by the copy engine directly); :func:`measure_transfers` sweeps sizes
+beside the device copy; :func:`pipeline_timings` launches the pipeline on host arrays (copied around
+every launch) against device arrays; :func:`measure_two_gpus` gathers :mod:`.multigpu`'s figures.  In the
+simulator, or with fewer than two GPUs for the last, each says why and returns ``None``.
 """
 
 from __future__ import annotations
@@ -27,21 +15,12 @@ import numpy as np
 from numba import cuda
 
 from helpers.backend import is_simulator
-from helpers.checks import check_close, poison, random_inputs
+from helpers.checks import random_inputs
 from helpers.device import banner, device_name
 from helpers.harness.cli import Command
-from helpers.lessons.transfers.multigpu import (
-    check_nbytes,
-    gpu_count,
-    gpu_name,
-    link_between,
-    needs_two_gpus,
-    on_gpu,
-    peer_access,
-    peer_copy_bandwidth,
-    ready,
-    split_pipeline,
-)
+from helpers.lessons.transfers.multigpu import (check_nbytes, checked_timings, gpu_count, gpu_name, link_between,
+                                                needs_two_gpus, on_gpu, peer_access, peer_copy_bandwidth, ready,
+                                                split_pipeline)
 from helpers.lessons.transfers.record import PipelineOnHost, Transfers, TwoGpus
 from helpers.lessons.transfers.report import host_link_lines, plot_transfers, two_gpus_lines
 from helpers.pipeline import launch_fused, launch_three, reference
@@ -67,10 +46,7 @@ def _check(direction: str, memory: str, nbytes: int) -> None:
 
 
 def transfer_bandwidth(direction: str, memory: str, nbytes: int, repeats: int = 10) -> tuple[Timing, float] | None:
-    """Time copying ``nbytes`` in one direction; return the timing and GB/s (bytes one way).
-
-    ``None`` in the simulator, after saying why.
-    """
+    """Time copying ``nbytes`` in one direction: the timing and GB/s (bytes one way); ``None`` in the simulator."""
     _check(direction, memory, nbytes)
     if is_simulator():
         print(SIMULATOR_MESSAGE)
@@ -89,11 +65,8 @@ def transfer_bandwidth(direction: str, memory: str, nbytes: int, repeats: int = 
 
 
 def measure_transfers(sizes: list[int] | None = None, repeats: int = 10) -> Transfers | None:
-    """GB/s against copy size for host<->device (pageable, pinned) and device<->device.
-
-    Host<->device GB/s count the bytes copied (one way); the device-to-device copy
-    counts bytes read plus written, as memory bandwidth is usually quoted.
-    """
+    """GB/s against copy size for host<->device (pageable, pinned; bytes one way) and the device copy (read +
+    written, as memory bandwidth is quoted)."""
     if is_simulator():
         print(SIMULATOR_MESSAGE)
         return None
@@ -109,12 +82,8 @@ def measure_transfers(sizes: list[int] | None = None, repeats: int = 10) -> Tran
 
 
 def pipeline_timings(n: int, repeats: int = 5) -> dict[str, Timing] | None:
-    """The pipeline on host arrays (implicit copies every launch) against on-device arrays.
-
-    Four workloads, each checked against NumPy before it is timed:
-    ``three kernels, host arrays``, ``fused, host arrays``, ``three kernels, on device``
-    and ``fused, on device``.  ``None`` in the simulator.
-    """
+    """Both pipelines on host arrays (implicit copies every launch) and on device arrays, each checked against
+    NumPy before it is timed; ``None`` in the simulator."""
     if is_simulator():
         print(SIMULATOR_MESSAGE)
         return None
@@ -124,27 +93,14 @@ def pipeline_timings(n: int, repeats: int = 5) -> dict[str, Timing] | None:
     dev = {name: cuda.to_device(x) for name, x in (("a", a), ("b", b), ("c", c))}
     dev.update({name: cuda.to_device(x) for name, x in host.items()})
     runs = {  # the same launches on host arrays (Numba copies them in and out) and on device arrays
-        "three kernels, host arrays": lambda: launch_three(a, b, c, s, host["t1"], host["t2"], host["out"]),
-        "fused, host arrays": lambda: launch_fused(a, b, c, s, host["out"]),
-        "three kernels, on device": lambda: launch_three(dev["a"], dev["b"], dev["c"], s, dev["t1"], dev["t2"],
-                                                         dev["out"]),
-        "fused, on device": lambda: launch_fused(dev["a"], dev["b"], dev["c"], s, dev["out"]),
+        "three kernels, host arrays": (lambda: launch_three(a, b, c, s, host["t1"], host["t2"], host["out"]),
+                                       host["out"]),
+        "fused, host arrays": (lambda: launch_fused(a, b, c, s, host["out"]), host["out"]),
+        "three kernels, on device": (lambda: launch_three(dev["a"], dev["b"], dev["c"], s, dev["t1"], dev["t2"],
+                                                          dev["out"]), dev["out"]),
+        "fused, on device": (lambda: launch_fused(dev["a"], dev["b"], dev["c"], s, dev["out"]), dev["out"]),
     }
-    expected = reference(a, b, c, s)
-    timings: dict[str, Timing] = {}
-    for label, run in runs.items():
-        target = host if "host" in label else dev
-        if "host" in label:
-            target["out"][:] = np.nan  # poison, so that an unwritten element is caught
-        else:
-            poison(target["out"])
-        run()
-        cuda.synchronize()
-        check_close(target["out"], expected, name=f"out ({label})")
-        timing = time_gpu(run, label=label, repeats=repeats, warmup=1)
-        assert timing is not None
-        timings[label] = timing
-    return timings
+    return checked_timings(runs, reference(a, b, c, s), repeats, warmup=1)  # type: ignore[return-value]
 
 
 def measure_two_gpus(nbytes: int = 2**28, n: int | None = None, repeats: int = 20) -> TwoGpus | None:
@@ -169,9 +125,6 @@ def measure_two_gpus(nbytes: int = 2**28, n: int | None = None, repeats: int = 2
                 d: transfer_bandwidth(d, "pinned", nbytes, repeats)[1] for d in DIRECTIONS}  # type: ignore[index]
     record.split_pipeline = split_pipeline(n or default_size(), repeats)
     return record
-
-
-# --- the commands -------------------------------------------------------------------------------
 
 
 def _host_link(args: argparse.Namespace) -> Transfers | int:

@@ -1,16 +1,9 @@
 """Between cards: how many times must data move when the pipeline spans two GPUs.
 
-* :func:`peer_copy_bandwidth` -- one copy from GPU ``src`` to GPU ``dst``: directly over
-  the link between them when peer access can be enabled, otherwise staged through a
-  pinned host buffer; the result says which path was taken.
-* :func:`split_pipeline` -- the add kernel on GPU0, its intermediate ``t1`` copied to GPU1,
-  multiply and scale there; checked against NumPy, timed beside the three-kernel and
-  fused pipelines on GPU0, with the bytes that crossed counted by :func:`link_bytes`.
-* :func:`helpers.lessons.transfers.measure.measure_two_gpus` gathers everything into one
-  record; ``python -m helpers.lessons.transfers two-gpus`` writes it as ``results/<gpu>/two_gpus.json``.
-
-In the simulator, or with fewer than two GPUs, every measuring function prints why and
-returns ``None``: never a made-up number.
+:func:`peer_copy_bandwidth` copies from GPU ``src`` to ``dst`` directly where peer access can be enabled,
+else staged through pinned host memory; :func:`split_pipeline` runs add on GPU0 and multiply, scale on
+GPU1, checked, timed beside both pipelines on GPU0.  In the simulator, or with fewer than two GPUs,
+every measuring function prints why and returns ``None``.
 """
 
 from __future__ import annotations
@@ -133,11 +126,8 @@ def describe_link(code: str) -> dict[str, Any]:
 
 
 def link_between(src: int = 0, dst: int = 1) -> dict[str, Any]:
-    """The link ``nvidia-smi topo -m`` reports between two GPUs, or why it is not known.
-
-    nvidia-smi numbers GPUs by PCI bus; CUDA does too when ``CUDA_DEVICE_ORDER=PCI_BUS_ID``
-    (by default it puts the fastest first, the same order on a host of identical GPUs).
-    """
+    """The link ``nvidia-smi topo -m`` reports between two GPUs (numbered by PCI bus, as CUDA's are on a host
+    of identical GPUs), or why it is not known."""
     unknown = {"code": None, "kind": "unknown"}
     if shutil.which("nvidia-smi") is None:
         return {**unknown, "description": "nvidia-smi not found"}
@@ -175,10 +165,8 @@ def _cross(source: Any, target: Any, src: int, dst: int, peer: bool, staging: An
 
 def peer_copy_bandwidth(nbytes: int, src: int = 0, dst: int = 1, repeats: int = 20,
                         allow_peer: bool = True) -> dict[str, Any] | None:
-    """Copy ``nbytes`` from GPU ``src`` to GPU ``dst``: path, timing and GB/s (bytes one way).
-
-    ``allow_peer=False`` takes the path through the host even where the direct one exists.
-    """
+    """Copy ``nbytes`` from GPU ``src`` to GPU ``dst``: path, timing and GB/s (bytes one way); ``allow_peer=False``
+    goes through the host even where the direct path exists."""
     check_nbytes(nbytes)
     if not ready(src, dst):
         return None
@@ -202,27 +190,34 @@ def peer_copy_bandwidth(nbytes: int, src: int = 0, dst: int = 1, repeats: int = 
     return _summary(timing, path=path, nbytes=nbytes, gbs=timing.bandwidth_gbs(nbytes))
 
 
-def _one_gpu(gpu: int, arrays: tuple[Any, ...], expected: np.ndarray, repeats: int) -> dict[str, Timing | None]:
-    """The three-kernel and fused pipelines on GPU ``gpu`` (current), each checked against NumPy, then timed."""
-    a, b, c, s, t1, t2, out = arrays
-    singles = {"three kernels": lambda: launch_three(a, b, c, s, t1, t2, out),
-               "fused": lambda: launch_fused(a, b, c, s, out)}
+def checked_timings(runs: dict[str, tuple[Callable[[], None], Any]], expected: np.ndarray, repeats: int, *,
+                    check: str = "{}", label: str = "{}", **timing: Any) -> dict[str, Timing | None]:
+    """Each ``run`` checked against NumPy (its ``out``, host or device, poisoned first), then timed; ``check`` and
+    ``label`` word the check's name and the timing's label from the run's."""
     timings = {}
-    for label, run in singles.items():
-        poison(out)
+    for name, (run, out) in runs.items():
+        if isinstance(out, np.ndarray):
+            out[:] = np.nan
+        else:
+            poison(out)
         run()
         cuda.synchronize()
-        check_close(out, expected, name=f"out ({label}, one GPU)")
-        timings[label] = time_gpu(run, label=f"{label} on GPU{gpu}", repeats=repeats)
+        check_close(out, expected, name=f"out ({check.format(name)})")
+        timings[name] = time_gpu(run, label=label.format(name), repeats=repeats, **timing)
     return timings
 
 
-def split_pipeline(n: int, repeats: int = 20, src: int = 0, dst: int = 1) -> dict[str, Any] | None:
-    """``(a + b) * c / s`` with add on GPU ``src`` and multiply, scale on GPU ``dst``.
+def _one_gpu(gpu: int, arrays: tuple[Any, ...], expected: np.ndarray, repeats: int) -> dict[str, Timing | None]:
+    """The three-kernel and fused pipelines on GPU ``gpu`` (current), each checked against NumPy, then timed."""
+    a, b, c, s, t1, t2, out = arrays
+    return checked_timings({"three kernels": (lambda: launch_three(a, b, c, s, t1, t2, out), out),
+                            "fused": (lambda: launch_fused(a, b, c, s, out), out)},
+                           expected, repeats, check="{}, one GPU", label=f"{{}} on GPU{gpu}")
 
-    Timed (CUDA events on ``dst``, which waits for ``src``) beside the three-kernel and
-    fused pipelines on ``src`` alone; every result is checked against NumPy first.
-    """
+
+def split_pipeline(n: int, repeats: int = 20, src: int = 0, dst: int = 1) -> dict[str, Any] | None:
+    """``(a + b) * c / s`` with add on GPU ``src`` and multiply, scale on ``dst``, checked, then timed (events on
+    ``dst``, which waits for ``src``) beside both pipelines on ``src`` alone."""
     if n <= 0:
         raise ValueError(f"n must be positive, got {n}")
     if not ready(src, dst):

@@ -1,13 +1,9 @@
-"""The records of lesson 08 (``transfers.json``, ``two_gpus.json``).
-
-Written by ``python -m helpers.lessons.transfers host-link`` and ``two-gpus``
-(:mod:`helpers.lessons.transfers.measure`), read back with ``helpers.results.load(Transfers)``.
-"""
+"""The records of lesson 08 (``transfers.json``, ``two_gpus.json``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from helpers.results import Record
 
@@ -22,11 +18,9 @@ class PipelineOnHost:
 
 
 @dataclass(kw_only=True)
-class Transfers(Record):
+class Transfers(Record, schema="transfers", version=2):
     """GB/s against copy size for each kind of copy, and the pipeline with and without implicit copies."""
 
-    SCHEMA: ClassVar[str] = "transfers"
-    VERSION: ClassVar[int] = 2
     sizes_bytes: list[int]
     gbs: dict[str, list[float]]
     repeats: int
@@ -34,11 +28,9 @@ class Transfers(Record):
 
 
 @dataclass(kw_only=True)
-class TwoGpus(Record):
+class TwoGpus(Record, schema="two_gpus", version=1):
     """Every two-GPU figure: the link, peer and staged copies, each GPU's own bandwidths, the split pipeline."""
 
-    SCHEMA: ClassVar[str] = "two_gpus"
-    VERSION: ClassVar[int] = 1
     devices: list[str]
     link: dict[str, Any]
     peer_access: dict[str, bool]

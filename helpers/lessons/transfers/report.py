@@ -19,10 +19,7 @@ def plot_transfers(record: Transfers, title: str = "") -> Any:
         style = "-" if "device->device" in label else "--" if "pageable" in label else "-o"
         _ = ax.plot(sizes, values, style, label=label, markersize=3)
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("bytes per copy")
-    ax.set_ylabel("GB/s")
-    ax.set_title(title or "host link against device memory")
+    ax.set(yscale="log", xlabel="bytes per copy", ylabel="GB/s", title=title or "host link against device memory")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
