@@ -93,6 +93,18 @@ def current_engine() -> str:
     return name
 
 
+class HostArrayRefused(TypeError):
+    """A launch was given a host array (or a ``cuda.In``/``Out``/``InOut`` hint) that the ledger may not count.
+
+    ``argument`` and ``kernel`` name the argument and the kernel, so that a caller (the
+    grader) can say it in its own words.
+    """
+
+    def __init__(self, message: str, argument: str, kernel: str) -> None:
+        super().__init__(message)
+        self.argument, self.kernel = argument, kernel
+
+
 @dataclass
 class ArrayTraffic:
     """Bytes one launch moved between one array and device memory."""
@@ -351,12 +363,17 @@ def _pop(ledger: Ledger) -> None:
             _restore.pop()()
 
 
+_WRAPPERS = (__name__, "helpers.fuser", "helpers.classroom.watch")
+"""Modules whose frames stand between a launch and the code that wrote it (the fuser's checked
+launch, the grader's launch watch): the names are looked up past them."""
+
+
 def _caller_names(args: Sequence[Any]) -> list[str]:
     """Name each argument as the learner's code names it (by identity in the calling frame)."""
     frame = sys._getframe(1)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
-        if not (module.startswith("numba") or module in (__name__, "helpers.fuser")):  # the fuser's checked launch
+        if not (module.startswith("numba") or module in _WRAPPERS):
             break
         frame = frame.f_back
     names = []
@@ -413,18 +430,18 @@ def _check_launch(kernel: str, args: Sequence[Any], names: Sequence[str]) -> Lau
                 "(Did a variable you meant to set keep its default, or a function return nothing?)"
             )
         if isinstance(arg, np.ndarray) and not _host_arrays_allowed():
-            raise TypeError(
+            raise HostArrayRefused(
                 f"`{name}` (argument of {kernel}) is a host NumPy array. Numba would copy it to the "
                 f"GPU and back on every launch, hiding two extra trips; copy it once with "
                 f"`{name} = cuda.to_device({name})`, or count those copies with "
-                "`Ledger(name, allow_host_arrays=True)`."
+                "`Ledger(name, allow_host_arrays=True)`.", name, kernel
             )
         plan = _host_copy(arg)
         if plan is not None and not _host_arrays_allowed():
-            raise TypeError(
+            raise HostArrayRefused(
                 f"`{name}` (argument of {kernel}) is a host array in a cuda.{type(arg).__name__} hint: "
                 "Numba copies it between host and device around the launch. Count those copies "
-                "with `Ledger(name, allow_host_arrays=True)`, or copy it once with cuda.to_device."
+                "with `Ledger(name, allow_host_arrays=True)`, or copy it once with cuda.to_device.", name, kernel
             )
         if plan is not None:
             arg = plan[0]
