@@ -472,6 +472,7 @@ def count_request(request: dict[str, Any]) -> list[dict[str, Any]]:
 
 def count_ledgers(rows: int = 8, cols: int = 37) -> list[Ledger]:
     """The three softmax versions on one random matrix, each launch in a ledger."""
+    rows, cols = require_whole("rows", rows), require_whole("cols", cols)
     x = cuda.to_device(np.random.default_rng().standard_normal((rows, cols)).astype(np.float32))
     out, e = poisoned(rows * cols).reshape(rows, cols), poisoned(rows * cols).reshape(rows, cols)
     row_max, row_sum = poisoned(rows), poisoned(rows)

@@ -181,6 +181,7 @@ def test_threads_and_blocks_are_whole_numbers_in_range():
     _refused(ValueError, "`blocks` must be at least 1", lambda: sm.run_pipelined(x, out, blocks=-1))
     _refused(ValueError, "`n_cols` must be at least 1", lambda: sm.rows_kernel(0, 32))
     _refused(ValueError, "2-D matrix", lambda: sm.reference(np.ones(5)))
+    _refused(ValueError, "`rows` must be at least 1, got 0", lambda: sm.count_ledgers(rows=0))
 
 
 def test_a_block_that_does_not_fit_on_an_sm_is_explained():
