@@ -74,6 +74,18 @@ def test_counts():
         assert one.round_trips == []
 
 
+@pytest.mark.skipif(not helpers.is_simulator(), reason="a row loop is counted in the simulator (count_in_simulator)")
+def test_the_pipelined_kernel_reads_and_writes_each_element_once():
+    """Each block walks over rows row, row + grid, ...: no row is done by two blocks."""
+    from helpers.ledger import Ledger
+
+    x, out = cuda.to_device(random_matrix(7, 37)), poisoned_matrix(7, 37)
+    with Ledger("pipelined") as ledger:
+        sm.run_pipelined(x, out, blocks=2)
+    counted = sm.counted(ledger)
+    assert (counted.trips, counted.bytes_by_array) == (2, {"x": 4 * 7 * 37, "out": 4 * 7 * 37})
+
+
 def test_error_detects_unwritten_rows():
     x = random_matrix(4, 37)
     got = sm.reference(x).astype(np.float32)
