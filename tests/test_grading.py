@@ -326,6 +326,21 @@ def test_a_result_copied_from_the_host_is_rejected_whatever_the_kernel():
     assert "it copied `x` and `y` to the host first" in str(failure.value)
 
 
+@pytest.mark.parametrize("n", [2, 100, 1000])
+def test_a_result_copied_from_the_host_is_rejected_at_every_size_but_one_element(n):
+    """The copy watch is off at n = 1 only, where a one-number helper array is as large as the problem."""
+    @cuda.jit
+    def nothing(out):
+        pass
+
+    def on_the_host(a, x, y, out):
+        out.copy_to_device(np.maximum(a * x.copy_to_host() + y.copy_to_host(), 0).astype(np.float32))
+        nothing[1, 1](out)
+
+    with pytest.raises(CheckFailed, match=rf"`out` was written by a copy from the host .*{n} elements"):
+        grading.grade(grading.EXERCISE_1, on_the_host, sizes=(n,))
+
+
 def test_a_kernel_launched_on_host_copies_is_told_so_in_the_graders_words():
     def on_host_copies(a, x, y, out):
         xh, yh = x.copy_to_host(), y.copy_to_host()
