@@ -93,6 +93,18 @@ def current_engine() -> str:
     return name
 
 
+class HostArrayRefused(TypeError):
+    """A launch was given a host array (or a ``cuda.In``/``Out``/``InOut`` hint) that the ledger may not count.
+
+    ``argument`` and ``kernel`` name the argument and the kernel, so that a caller (the
+    grader) can say it in its own words.
+    """
+
+    def __init__(self, message: str, argument: str, kernel: str) -> None:
+        super().__init__(message)
+        self.argument, self.kernel = argument, kernel
+
+
 @dataclass
 class Launch:
     """One kernel launch as the ledger saw it."""
@@ -364,20 +376,20 @@ def _host_arrays_allowed() -> bool:
 
 
 def _refuse_host_copy(kernel: str, info: ArgInfo) -> None:
-    """Raise ``TypeError``, naming the argument, unless every ledger counts the copies Numba makes of it."""
+    """Raise :class:`HostArrayRefused`, naming the argument, unless every ledger counts the copies Numba makes of it."""
     if info.host is None or _host_arrays_allowed():
         return
     if info.host == "array":
-        raise TypeError(
+        raise HostArrayRefused(
             f"`{info.name}` (argument of {kernel}) is a host NumPy array. Numba would copy it to the "
             f"GPU and back on every launch, hiding two extra trips; copy it once with "
             f"`{info.name} = cuda.to_device({info.name})`, or count those copies with "
-            "`Ledger(name, allow_host_arrays=True)`."
+            "`Ledger(name, allow_host_arrays=True)`.", info.name, kernel
         )
-    raise TypeError(
+    raise HostArrayRefused(
         f"`{info.name}` (argument of {kernel}) is a host array in a cuda.{info.host} hint: "
         "Numba copies it between host and device around the launch. Count those copies "
-        "with `Ledger(name, allow_host_arrays=True)`, or copy it once with cuda.to_device."
+        "with `Ledger(name, allow_host_arrays=True)`, or copy it once with cuda.to_device.", info.name, kernel
     )
 
 

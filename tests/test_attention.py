@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
+import helpers
 from helpers.checks import poisoned
 from helpers.ledger import Ledger
 from helpers.lessons.attention import kernels as at
@@ -138,6 +139,21 @@ def test_every_block_shape_matches_float64(config, causal):
     at.run_fused(*(cuda.to_device(a) for a in (q, k, v)), out, causal=causal, config=config)
     got = out.copy_to_host()
     assert not np.isnan(got).any() and error(got, at.reference(q, k, v, causal)) < 1e-4
+
+
+@pytest.mark.skipif(not helpers.is_simulator(), reason="the fused kernel's loops are counted in the simulator")
+def test_a_causal_block_reads_only_the_keys_up_to_its_last_row():
+    """Block b of 16 query rows needs keys 0 .. 16 (b + 1) - 1 only: 16 + 32 + 48 keys for L = 48, not 3 x 48."""
+    from helpers.ledger import Ledger
+
+    q, k, v = (cuda.to_device(a) for a in qkv(1, 48, 8))
+    read = {}
+    for causal in (False, True):
+        with Ledger(f"causal={causal}") as ledger:
+            at.run_fused(q, k, v, poisoned(48 * 8).reshape(1, 48, 8), causal=causal, config=at.SIMULATOR_CONFIG)
+        read[causal] = {a: ledger.bytes_by_array()[a] for a in ("k", "v")}
+    assert read[False] == {"k": 4 * 8 * 3 * 48, "v": 4 * 8 * 3 * 48}
+    assert read[True] == {"k": 4 * 8 * (16 + 32 + 48), "v": 4 * 8 * (16 + 32 + 48)}
 
 
 def test_impossible_block_shapes_are_refused():

@@ -216,6 +216,15 @@ def test_prediction_2_is_compared_with_the_measured_ledger(capsys):
     assert "you predicted 20 bytes per element fused" in message
 
 
+def test_a_prediction_about_a_fused_function_asks_for_the_given_pipeline():
+    fused = reference.reference_module(2).normalize_fused
+    with pytest.raises(grading.BadArgument) as failure:
+        grading.check_prediction_2(fused, unfused_trips=2, unfused_bytes_per_element=16,
+                                   fused_trips=2, fused_bytes_per_element=16)
+    assert str(failure.value) == ("`normalize_fused` made 2 trips in 1 launch, no more than one fused kernel needs: "
+                                  "the predictions are about the given pipeline, so pass `normalize_unfused` itself")
+
+
 def test_a_prediction_left_empty_is_named():
     with pytest.raises(CheckFailed, match="`fused_trips` should be a number"):
         grading.check_prediction_2(three_kernel_normalize, unfused_trips=8, unfused_bytes_per_element=40,
@@ -307,6 +316,33 @@ def test_a_result_copied_from_the_host_is_rejected_whatever_the_kernel():
     with pytest.raises(CheckFailed, match=r"`out` was written by a copy from the host .*not by your kernel") as failure:
         grading.grade(grading.EXERCISE_1, on_the_host)
     assert "it copied `x` and `y` to the host first" in str(failure.value)
+
+
+@pytest.mark.parametrize("n", [2, 100, 1000])
+def test_a_result_copied_from_the_host_is_rejected_at_every_size_but_one_element(n):
+    """The copy watch is off at n = 1 only, where a one-number helper array is as large as the problem."""
+    @cuda.jit
+    def nothing(out):
+        pass
+
+    def on_the_host(a, x, y, out):
+        out.copy_to_device(np.maximum(a * x.copy_to_host() + y.copy_to_host(), 0).astype(np.float32))
+        nothing[1, 1](out)
+
+    with pytest.raises(CheckFailed, match=rf"`out` was written by a copy from the host .*{n} elements"):
+        grading.grade(grading.EXERCISE_1, on_the_host, sizes=(n,))
+
+
+def test_a_kernel_launched_on_host_copies_is_told_so_in_the_graders_words():
+    def on_host_copies(a, x, y, out):
+        xh, yh = x.copy_to_host(), y.copy_to_host()
+        _saxpy_relu_kernel[blocks_for(out.size), BLOCK_SIZE](a, xh, yh, out)
+
+    with pytest.raises(CheckFailed) as failure:
+        grading.grade(grading.EXERCISE_1, on_host_copies)
+    message = str(failure.value)
+    assert message.startswith("`xh`, an argument of `_saxpy_relu_kernel`, is a host NumPy array")
+    assert "launch your kernel on them" in message and "allow_host_arrays" not in message
 
 
 def test_the_copy_watch_restores_numba_and_ignores_small_helper_arrays():

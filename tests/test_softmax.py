@@ -78,6 +78,17 @@ def test_counts():
         assert one.round_trips() == []
 
 
+@pytest.mark.skipif(not helpers.is_simulator(), reason="a row loop is counted in the simulator (Ledger.counted_in_simulator)")
+def test_the_pipelined_kernel_reads_and_writes_each_element_once():
+    """Each block walks over rows row, row + grid, ...: no row is done by two blocks."""
+    from helpers.ledger import Ledger
+
+    x, out = cuda.to_device(random_matrix(7, 37)), poisoned_matrix(7, 37)
+    with Ledger("pipelined") as ledger:
+        sm.run_pipelined(x, out, blocks=2)
+    assert (ledger.trips, ledger.bytes_by_array()) == (2, {"x": 4 * 7 * 37, "out": 4 * 7 * 37})
+
+
 def test_error_detects_unwritten_rows():
     rows = measure.Rows(4, 37)
     rows.load_expected(4)
@@ -222,6 +233,7 @@ def test_threads_and_blocks_are_whole_numbers_in_range():
     _refused(ValueError, "`blocks` must be at least 1", lambda: sm.run_pipelined(x, out, blocks=-1))
     _refused(ValueError, "`n_cols` must be at least 1", lambda: sm.rows_kernel(0, 32))
     _refused(ValueError, "2-D matrix", lambda: sm.reference(np.ones(5)))
+    _refused(ValueError, "`rows` must be at least 1, got 0", lambda: sm.count_ledgers(rows=0))
 
 
 def test_a_block_that_does_not_fit_on_an_sm_is_explained():

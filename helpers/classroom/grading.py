@@ -469,10 +469,10 @@ def _sizes(sizes: Sequence[int] | None) -> tuple[int, ...]:
 def _seed(seed: int | None) -> int | None:
     if seed is None:
         return None
-    try:
-        seed = _whole_number("`seed`", seed, "(any whole number >= 0 repeats one draw; None draws fresh inputs)")
-    except TypeError as error:
-        raise BadArgument(str(error)) from None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise BadArgument(f"`seed` must be a whole number >= 0 (one draw, repeated) or None (fresh inputs), "
+                          f"got {seed!r} ({type(seed).__name__})")
+    seed = int(seed)
     if seed < 0:
         raise BadArgument(f"`seed` must be a whole number >= 0 (or None for fresh inputs), got {seed}")
     return seed
@@ -610,6 +610,17 @@ def _measure(exercise: Exercise, fn: Callable[..., Any], n: int, name: str) -> t
     return done.ledger, trips, per_element
 
 
+def _require_unfused(exercise: Exercise, fn: Callable[..., Any], ledger: Ledger, trips: int) -> None:
+    """The predictions are about the given pipeline: a function within the fused budget is not it."""
+    if trips <= exercise.trips:
+        launches = len(ledger.launches)
+        raise BadArgument(
+            f"`{getattr(fn, '__name__', 'the function you passed')}` made {trips} trips in {launches} "
+            f"launch{'es' if launches != 1 else ''}, no more than one fused kernel needs: the predictions are "
+            f"about the given pipeline, so pass `{exercise.unfused}` itself"
+        )
+
+
 def _check_prediction(exercise: Exercise, unfused: Callable[..., Any], unfused_trips: Any,
                       unfused_bytes_per_element: Any, fused_trips: Any, fused_bytes_per_element: Any) -> Ledger:
     """Compare four predicted numbers with the ledger of the given pipeline and the fused budget."""
@@ -621,6 +632,7 @@ def _check_prediction(exercise: Exercise, unfused: Callable[..., Any], unfused_t
     })
     n = RECOUNT_SIZE  # a count does not depend on n; the simulator runs this size in a moment
     ledger, trips, per_element = _measure(exercise, unfused, n, "unfused")
+    _require_unfused(exercise, unfused, ledger, trips)
     numbers = [k for k, v in exercise.draw(2, np.random.default_rng(0)).items() if not isinstance(v, np.ndarray)]
     launches = len(ledger.launches)
     problems = []

@@ -30,7 +30,7 @@ from numba.core import errors as numba_errors
 
 from ..backend import is_simulator
 from ..counting import OutOfBounds
-from ..ledger import Ledger
+from ..ledger import HostArrayRefused, Ledger
 from ..sizes import blocks_for
 from .compiled import compile_failure, compiler_message
 from .exercise import STUB, Exercise, Inputs
@@ -185,9 +185,21 @@ def _explain(exercise: Exercise, error: Exception, launched: Sequence[Launched],
         raise CheckFailed(stub_message(exercise.function)) from None
     if isinstance(error, IndexError) and _SIM_INDEX.search(str(error)):  # the simulator stopped the thread
         raise CheckFailed(past_the_end(exercise, n)) from None
+    if isinstance(error, HostArrayRefused):  # the ledger's own advice (allow_host_arrays) is not the student's to follow
+        raise CheckFailed(host_array_message(exercise, error)) from None
     refused = isinstance(error, numba_errors.NumbaError) or type(error).__name__ == "UnsupportedBytecodeError"
     if refused and not is_simulator():  # on a GPU a kernel is compiled at its launch
         raise CheckFailed(compiler_message(launched[-1].name if launched else exercise.function, str(error))) from None
+
+
+def host_array_message(exercise: Exercise, error: HostArrayRefused) -> str:
+    """A launch on a host array: Numba would copy it around the launch, trips no kernel shows."""
+    return (
+        f"`{error.argument}`, an argument of `{error.kernel}`, is a host NumPy array: Numba would copy it to the "
+        "device before the launch and back after it, trips over the host link that your kernel does not show. "
+        f"The arrays `{exercise.function}` is given are on the device already: launch your kernel on them, "
+        "without copying them to the host"
+    )
 
 
 def past_the_end(exercise: Exercise, n: int) -> str:

@@ -422,6 +422,7 @@ def run_online(x: Any, out: Any, threads: int | None = None) -> None:
 
 def count_ledgers(rows: int = 8, cols: int = 37) -> list[Ledger]:
     """The three softmax versions on one random matrix, each launch in a ledger."""
+    rows, cols = require_whole("rows", rows), require_whole("cols", cols)
     x = cuda.to_device(np.random.default_rng().standard_normal((rows, cols)).astype(np.float32))
     out, e = poisoned(rows * cols).reshape(rows, cols), poisoned(rows * cols).reshape(rows, cols)
     row_max, row_sum = poisoned(rows), poisoned(rows)
