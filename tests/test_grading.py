@@ -336,12 +336,12 @@ def test_a_result_copied_from_the_host_is_rejected_at_every_size_but_one_element
 def test_a_kernel_launched_on_host_copies_is_told_so_in_the_graders_words():
     def on_host_copies(a, x, y, out):
         xh, yh = x.copy_to_host(), y.copy_to_host()
-        _saxpy_relu_kernel[blocks_for(out.size), BLOCK_SIZE](a, xh, yh, out)
+        saxpy_relu_kernel[blocks_for(out.size), BLOCK_SIZE](a, xh, yh, out)
 
     with pytest.raises(CheckFailed) as failure:
         grading.grade(grading.EXERCISE_1, on_host_copies)
     message = str(failure.value)
-    assert message.startswith("`xh`, an argument of `_saxpy_relu_kernel`, is a host NumPy array")
+    assert message.startswith("`xh`, an argument of `saxpy_relu_kernel`, is a host NumPy array")
     assert "launch your kernel on them" in message and "allow_host_arrays" not in message
 
 
