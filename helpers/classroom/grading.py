@@ -179,6 +179,13 @@ def _close(got: np.ndarray, want: np.ndarray, scale: np.ndarray, dtype: Any) -> 
     return np.abs(got.astype(np.float64) - want) <= _tolerance(scale, dtype)
 
 
+def _explains(got: np.ndarray, mistake: np.ndarray, scale: np.ndarray) -> bool:
+    """A known mistake explains these values if it gives all of them, or all but one in ten
+    thousand (a GPU may round a few of a million elements across the tolerance)."""
+    off = np.count_nonzero(~_close(got, mistake, scale, got.dtype))
+    return off <= got.size // 10_000
+
+
 Unwritten = Callable[[str, np.ndarray], "str | None"]
 
 
@@ -255,10 +262,8 @@ def _check_values(exercise: Exercise, inputs: Inputs, got: dict[str, np.ndarray]
     matches = [
         alternative
         for alternative in exercise.alternatives
-        if all(
-            np.all(_close(got[name], alt, expected[name][1] + np.abs(alt), got[name].dtype))
-            for name, alt in alternative.outputs(inputs).items()
-        )
+        if all(_explains(got[name], alt, expected[name][1] + np.abs(alt))
+               for name, alt in alternative.outputs(inputs).items())
     ]
     if len(matches) == 1:  # several known mistakes give these values: a larger size will tell
         raise _Diagnosis(matches[0].message)
@@ -510,8 +515,7 @@ def grade(exercise: Exercise, fn: Callable[..., Any], sizes: Sequence[int] | Non
     rng = np.random.default_rng(_seed(seed))
     history: list[tuple[int, list[Launched]]] = []
     tried: list[int] = []
-    unexplained: _WrongValues | None = None
-    diagnosis: _Diagnosis | None = None
+    wrong: CheckFailed | None = None
     pending = list(sizes)
     while pending:
         n = pending.pop(0)
@@ -523,18 +527,14 @@ def grade(exercise: Exercise, fn: Callable[..., Any], sizes: Sequence[int] | Non
             pending.append(extra)  # a grid written into the code covered every size: one more, past it
         try:
             _judge(exercise, inputs, done.buffers, n, unwritten_cause(exercise, fn, done, history, n))
-        except _Diagnosis as failure:
-            # With few elements, several known mistakes can give the same values (one
-            # block's maximum is the maximum while there is one block): the diagnosis at
-            # the largest size, where they differ, is the one reported.
-            diagnosis = failure
-        except _WrongValues as failure:
-            # Likewise: the largest size's failure is kept, where the most elements tell.
-            unexplained = failure
-    if diagnosis is not None:
-        raise CheckFailed(str(diagnosis)) from None
-    if unexplained is not None:
-        raise CheckFailed(str(unexplained)) from None
+        except (_Diagnosis, _WrongValues) as failure:
+            # With few elements, several known mistakes can give the same values (one block's
+            # maximum is the maximum while there is one block), and a mistake can look like a
+            # known one by chance: the largest size that fails, where the most elements tell,
+            # is the one reported, explained or not.
+            wrong = failure
+    if wrong is not None:
+        raise CheckFailed(str(wrong)) from None
     ledger, trips, per_element = _budget(exercise, done.ledger, tried[-1], lambda: _recount(exercise, fn, tried[-1], rng))
     return Grade(exercise.number, tuple(tried), ledger, trips, per_element, exercise.trips, exercise.bytes_per_element)
 
