@@ -211,7 +211,7 @@ def test_settings_are_checked_by_type_and_range():
 
 @pytest.mark.parametrize("heads, length", [(1, 0), (0, 40)])
 def test_no_heads_or_no_rows_launch_nothing(heads, length):
-    """Nothing to compute: no launch either (a GPU refuses a grid of 0 blocks, with a message that names no argument)."""
+    """Nothing to compute, so no launch: a GPU refuses a grid of 0 blocks, in words that name no argument."""
     q, k, v, out = (cuda.device_array((heads, length, 8), np.float32) for _ in range(4))
     s, p = at.unfused_buffers(heads, length)
     grids = []
