@@ -11,6 +11,7 @@ from numba import cuda
 
 import helpers
 from helpers.checks import poisoned
+from helpers.launch_hook import on_launch
 from helpers.ledger import Ledger
 from helpers.lessons.attention import kernels as at
 from helpers.lessons.attention import record, report
@@ -206,3 +207,15 @@ def test_settings_are_checked_by_type_and_range():
         at.footprint(-1, 10, 8)
     with pytest.raises(ValueError, match="`length` must be at least 1"):
         at.predicted_traffic(1, -5, 8)
+
+
+@pytest.mark.parametrize("heads, length", [(1, 0), (0, 40)])
+def test_no_heads_or_no_rows_launch_nothing(heads, length):
+    """Nothing to compute, so no launch: a GPU refuses a grid of 0 blocks, in words that name no argument."""
+    q, k, v, out = (cuda.device_array((heads, length, 8), np.float32) for _ in range(4))
+    s, p = at.unfused_buffers(heads, length)
+    grids = []
+    with on_launch(lambda call, proceed: grids.append(call.grid) or proceed()):
+        at.run_fused(q, k, v, out)
+        at.run_unfused(q, k, v, s, p, out)
+    assert grids == []

@@ -230,6 +230,10 @@ def test_threads_and_blocks_are_whole_numbers_in_range():
     x, out = cuda.to_device(random_matrix(4, 37)), poisoned_matrix(4, 37)
     _refused(TypeError, "`threads` must be a whole number, got '64'", lambda: sm.run_fused(x, out, threads="64"))
     _refused(ValueError, "multiple of 32", lambda: sm.run_online(x, out, threads=48))
+    unfused = lambda threads: sm.run_unfused(x, poisoned(4), poisoned_matrix(4, 37), poisoned(4), out,  # noqa: E731
+                                             threads=threads)
+    _refused(ValueError, "multiple of 32", lambda: unfused(48))  # in the simulator too, which runs 32 a row
+    _refused(TypeError, "`threads` must be a whole number, got '64'", lambda: unfused("64"))
     _refused(ValueError, "`blocks` must be at least 1", lambda: sm.run_pipelined(x, out, blocks=-1))
     _refused(ValueError, "`n_cols` must be at least 1", lambda: sm.rows_kernel(0, 32))
     _refused(ValueError, "2-D matrix", lambda: sm.reference(np.ones(5)))

@@ -127,7 +127,8 @@ def unfused_buffers(heads: int, length: int) -> tuple[Any, Any]:
 
 
 def run_unfused(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, causal: bool = False) -> None:
-    """Scores to ``s``, softmax to ``p``, then ``p @ v`` to ``out``: three kernels."""
+    """Scores to ``s``, softmax to ``p``, then ``p @ v`` to ``out``: three kernels (none when there are no
+    heads or no rows, L = 0: there is nothing to compute)."""
     heads, length, d = _require_qkv(q, k, v, out)
     causal = require_flag("causal", causal)
     for name, a in (("s", s), ("p", p)):
@@ -136,6 +137,8 @@ def run_unfused(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, causal: bool =
         raise ValueError(f"`s` and `p` must be ({heads * length}, {length}), got {tuple(s.shape)} and {tuple(p.shape)}")
     check_no_aliasing({"q": q, "k": k, "v": v}, {"s": s, "p": p})
     check_no_aliasing({"s": s, "p": p}, {"out": out})
+    if heads == 0 or length == 0:
+        return  # a launch of 0 blocks would do nothing in the simulator, and a GPU refuses it
     tiles = (length + TILE - 1) // TILE
     scores_kernel[(tiles, tiles, heads), (TILE, TILE)](q, k, s, float32(1 / math.sqrt(d)), causal)
     threads = default_threads(length)
@@ -278,12 +281,15 @@ def flash_kernel(head_dim: int, config: FlashConfig, causal: bool) -> Any:
 
 
 def run_fused(q: Any, k: Any, v: Any, out: Any, causal: bool = False, config: FlashConfig | None = None) -> None:
-    """One launch of the fused kernel; allocates nothing."""
+    """One launch of the fused kernel; allocates nothing (and launches nothing when there are no heads or
+    no rows, L = 0)."""
     heads, length, d = _require_qkv(q, k, v, out)
     causal = require_flag("causal", causal)
     config = config or default_config()
     if not isinstance(config, FlashConfig):
         raise TypeError(f"`config` must be a FlashConfig, got {type(config).__name__}")
+    if heads == 0 or length == 0:
+        return  # a launch of 0 blocks would do nothing in the simulator, and a GPU refuses it
     blocks = ((length + config.block_q - 1) // config.block_q, heads)
     flash_kernel(d, config, causal)[blocks, config.block_q](q, k, v, out, float32(1 / math.sqrt(d)))
 

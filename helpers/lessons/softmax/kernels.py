@@ -366,13 +366,16 @@ def default_threads(n_cols: int) -> int:
 
 
 def run_unfused(x: Any, row_max: Any, e: Any, row_sum: Any, out: Any, threads: int = 256) -> None:
-    """Four launches: row max, subtract and exp (writes e), row sum, divide."""
+    """Four launches: row max, subtract and exp (writes e), row sum, divide (32 threads a row in the simulator,
+    whatever ``threads`` says, once it is checked)."""
     rows, cols = _require_matrix(x, out)
     require_array("row_max", row_max, shape=(rows,), dtype=np.float32)
     require_array("e", e, shape=(rows, cols), dtype=np.float32)
     require_array("row_sum", row_sum, shape=(rows,), dtype=np.float32)
     check_no_aliasing({"x": x}, {"row_max": row_max, "e": e, "row_sum": row_sum})
-    threads = WARP if is_simulator() else _threads(threads, cols)
+    threads = _threads(threads, cols)  # checked on both backends: the simulator would hide a GPU's refusal
+    if is_simulator():
+        threads = WARP
     row_max_kernel[rows, threads](x, row_max)
     subtract_exp_kernel[rows, threads](x, row_max, e)
     row_sum_kernel[rows, threads](e, row_sum)
