@@ -1,10 +1,13 @@
 """The three softmax kernels: correct against float64 NumPy, counted by the ledger, bad input refused."""
 
+import ast
 import dataclasses
+import types
+from pathlib import Path
 
 import numpy as np
 import pytest
-from numba import cuda
+from numba import cuda, float32
 
 import helpers
 from helpers import results
@@ -269,22 +272,20 @@ def test_launches_beyond_the_sms_registers_are_refused_or_run(rows, cols, run):
     assert np.max(np.abs(out.copy_to_host() - sm.reference(x)) / sm.reference(x)) < 1e-5
 
 
-@on_gpu
-@pytest.mark.parametrize("threads", [32, 64, 96, 128, 256, 512, 1024])
-def test_the_gpu_block_reductions_combine_every_warp(threads):
-    """block_max, block_sum and block_merge use warp shuffles on a GPU only (the simulator has stand-ins)."""
-    from numba import float32
+def _check_block_reductions(reductions, threads):
+    """``reductions``' block_max, block_sum and block_merge over one block of ``threads``, against NumPy."""
+    block_max, block_sum, block_merge = reductions.block_max, reductions.block_sum, reductions.block_merge
 
     @cuda.jit
     def reduce_kernel(values, out):
         scratch = cuda.shared.array(32, float32)
         scratch_s = cuda.shared.array(32, float32)
         v = values[cuda.threadIdx.x]
-        biggest = sm.block_max(v, scratch)
+        biggest = block_max(v, scratch)
         cuda.syncthreads()
-        total = sm.block_sum(v, scratch)
+        total = block_sum(v, scratch)
         cuda.syncthreads()
-        m, s = sm.block_merge(v, float32(1), scratch, scratch_s)
+        m, s = block_merge(v, float32(1), scratch, scratch_s)
         if cuda.threadIdx.x == 0:
             out[0], out[1], out[2], out[3] = biggest, total, m, s
 
@@ -294,3 +295,40 @@ def test_the_gpu_block_reductions_combine_every_warp(threads):
     biggest, total, m, s = out.copy_to_host()
     assert biggest == values.max() and total == values.sum() and m == values.max()
     assert s == pytest.approx(np.exp(values.astype(np.float64) - values.max()).sum(), rel=1e-5)
+
+
+@on_gpu
+@pytest.mark.parametrize("threads", [32, 64, 96, 128, 256, 512, 1024])
+def test_the_gpu_block_reductions_combine_every_warp(threads):
+    """block_max, block_sum and block_merge use warp shuffles on a GPU only (the simulator has stand-ins)."""
+    _check_block_reductions(sm, threads)
+
+
+def _gpu_reductions_in_the_simulator(monkeypatch):
+    """The GPU's block_max, block_sum and block_merge, from the branch of the kernels module that the simulator
+    skips, made to run here. The simulator has no warp shuffle: a stand-in passes each lane's value through
+    shared memory (every lane of the block shuffles together, as in these reductions)."""
+    from numba.cuda.simulator import kernelapi  # there is no simulator to patch on a GPU
+
+    def shfl_xor_sync(fake_cuda, mask, value, offset):
+        lanes = fake_cuda.shared.array(sm.MAX_THREADS, float32)  # one array per block (keyed by this line)
+        lanes[fake_cuda.threadIdx.x] = value
+        fake_cuda.syncthreads()
+        partner = lanes[fake_cuda.threadIdx.x ^ offset]
+        fake_cuda.syncthreads()  # read before the next shuffle writes
+        return partner
+
+    monkeypatch.setattr(kernelapi.FakeCUDAModule, "shfl_xor_sync", shfl_xor_sync, raising=False)
+    tree = ast.parse(Path(sm.__file__).read_text())
+    gpu = next(node for node in tree.body
+               if isinstance(node, ast.If) and ast.unparse(node.test) == "not is_simulator()")
+    namespace = dict(vars(sm))  # the module's names; the GPU definitions replace the stand-ins in this copy only
+    exec(compile(ast.Module(gpu.body, type_ignores=[]), sm.__file__, "exec"), namespace)
+    return types.SimpleNamespace(**{name: namespace[name] for name in ("block_max", "block_sum", "block_merge")})
+
+
+@pytest.mark.skipif(not helpers.is_simulator(), reason="on a GPU the test above runs the reductions themselves")
+@pytest.mark.parametrize("threads", [32, 64, 96])
+def test_the_gpu_block_reductions_combine_every_warp_with_a_stand_in_shuffle(monkeypatch, threads):
+    """The GPU reductions' warp-combining loops, checked without a GPU (with 64 threads and more, warp 1 counts)."""
+    _check_block_reductions(_gpu_reductions_in_the_simulator(monkeypatch), threads)
