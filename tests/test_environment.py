@@ -1,5 +1,6 @@
 """environment.yml (conda-forge) and pyproject.toml (pip) must describe the same environment."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -233,8 +234,12 @@ def test_the_environment_remembers_its_cuda_extra_and_python(tmp_path: Path) -> 
     for stamp in ("lab", "teach", "setup"):
         (venv / f".installed-{stamp}").touch()
 
+    # A make of its own: under `make test VENV=... PYTHON=...` (CI's second Python) the outer make's
+    # variables reach a child make through MAKEFLAGS and would override what .built-with says.
+    alone = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+
     def dry(*variables: str) -> str:
-        return subprocess.run(["make", "-n", "lab", f"VENV={venv}", *variables], cwd=ROOT,
+        return subprocess.run(["make", "-n", "lab", f"VENV={venv}", *variables], cwd=ROOT, env=alone,
                               capture_output=True, text=True, timeout=60).stdout
 
     assert "pip install" not in dry(), "an up-to-date .venv is rebuilt"
