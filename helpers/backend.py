@@ -159,7 +159,7 @@ def _target(name: str) -> str | None:
     if name == "numba.cuda":
         return "numba_cuda_mlir.cuda"
     if name == "numba.core":
-        return "numba_cuda_mlir.numba_cuda.core"
+        return ""  # a stand-in: numba's core modules live in two places there
     rest = name.split(".", 2)[2] if name.count(".") >= 2 else ""
     homes = {"numba.cuda.": ["numba_cuda_mlir.numba_cuda."],
              "numba.core.": ["numba_cuda_mlir.numba_cuda.core.", "numba_cuda_mlir.numba_cuda."]}
@@ -184,6 +184,8 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         home = _target(spec.name)
         if home is None:
             return _numba_stand_in()
+        if not home:
+            return _core_stand_in()
         return importlib.import_module(home)
 
     def exec_module(self, module: Any) -> None:
@@ -202,6 +204,24 @@ def _numba_stand_in() -> types.ModuleType:
         if hasattr(cuda, name):
             return getattr(cuda, name)
         raise AttributeError(f"numba-cuda-mlir has no `{name}` (asked for as numba.{name})")
+
+    module.__getattr__ = __getattr__  # type: ignore[attr-defined]
+    return module
+
+
+def _core_stand_in() -> types.ModuleType:
+    """``numba.core``: its modules are numba-cuda-mlir's ``numba_cuda.core.<x>`` or ``numba_cuda.<x>``."""
+    core = importlib.import_module("numba_cuda_mlir.numba_cuda.core")
+    module = types.ModuleType("numba.core", "numba-cuda-mlir's modules standing in for numba.core")
+    module.__path__ = []  # `import numba.core.types` is asked of the finder, which knows both homes
+
+    def __getattr__(name: str) -> Any:  # `from numba.core import types`
+        if hasattr(core, name):
+            return getattr(core, name)
+        try:
+            return importlib.import_module(f"numba.core.{name}")
+        except ImportError as exc:
+            raise AttributeError(f"numba-cuda-mlir has no numba.core.{name}") from exc
 
     module.__getattr__ = __getattr__  # type: ignore[attr-defined]
     return module

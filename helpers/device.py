@@ -141,7 +141,10 @@ def launch_problem(threads: int, registers_per_thread: int, shared_bytes: int,
 def _compiled(kernel: object, args: tuple) -> object:
     """``kernel`` compiled for the types of ``args`` (Numba compiles each signature once)."""
     signature = tuple(kernel.typeof_pyval(a) for a in args)  # type: ignore[attr-defined]
-    return kernel.compile(signature)  # type: ignore[attr-defined]
+    compiled = kernel.compile(signature)  # type: ignore[attr-defined]
+    if hasattr(compiled, "_ensure_kernel_attrs"):  # numba-cuda-mlir asks the driver for them on first use
+        compiled._ensure_kernel_attrs()
+    return compiled
 
 
 def check_launch_fits(kernel: object, args: tuple, threads: int, what: str) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .backend import is_simulator
+from .backend import COMPILER, is_simulator
 from .counting import LaunchArgs, launch_dims
 from .counting.record import ArgInfo
 
@@ -97,7 +97,7 @@ class KernelCall:
 def _passes_through(frame: FrameType) -> bool:
     """Numba's frames and this module's sit between the launching code and the subscribers."""
     module = frame.f_globals.get("__name__", "")
-    return module == __name__ or module == "numba" or module.startswith("numba.")
+    return module == __name__ or module.split(".")[0] in ("numba", "numba_cuda_mlir")
 
 
 def _named_in(frame: FrameType, arg: Any) -> str | None:
@@ -198,11 +198,46 @@ def _patch_gpu() -> None:
     _restore.append(lambda: setattr(CUDADispatcher, "call", original))
 
 
+def _patch_mlir() -> None:
+    """numba-cuda-mlir launches through the object ``kernel[grid, block]`` returns, not the dispatcher."""
+    from numba_cuda_mlir.descriptor import _ArgMarshaller
+
+    original = _ArgMarshaller.__call__
+
+    def launched(configured: Any, *args: Any) -> Any:
+        if getattr(_in_numba, "depth", 0):
+            return original(configured, *args)
+        dims = configured._available_launch_config
+        call = KernelCall(configured._dispatcher, configured._dispatcher.py_func.__name__, args,
+                          *launch_dims(dims["grid"], dims["block"]), configured._launch_stream, configured,
+                          _frame=sys._getframe(1))
+
+        def proceed(c: KernelCall) -> Any:
+            if c.config is not configured:
+                raise NotImplementedError("on numba-cuda-mlir a launch's configuration cannot be replaced "
+                                          "while it is watched (a CUDA graph's capture): use numba-cuda")
+            return _numba_launches(lambda _, a, __: original(configured, *a), None, tuple(c.args), None)
+
+        return _dispatch(call, proceed)
+
+    _ArgMarshaller.__call__ = launched
+    _restore.append(lambda: setattr(_ArgMarshaller, "__call__", original))
+
+
+def _patch() -> None:
+    if is_simulator():
+        _patch_simulator()
+    elif COMPILER[0]:
+        _patch_mlir()
+    else:
+        _patch_gpu()
+
+
 @contextmanager
 def on_launch(subscriber: Subscriber) -> Iterator[None]:
     """Call ``subscriber(call, proceed)`` for every kernel launch inside the block (see the module)."""
     if not _subscribers:
-        _patch_simulator() if is_simulator() else _patch_gpu()
+        _patch()
     _subscribers.append(subscriber)
     try:
         yield

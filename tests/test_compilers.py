@@ -54,6 +54,7 @@ def test_numba_imported_first_is_refused_not_half_switched():
 def test_numba_names_map_to_mlir_modules_or_are_refused():
     assert compiler._target("numba.cuda") == "numba_cuda_mlir.cuda"
     assert compiler._target("numba") is None
+    assert compiler._target("numba.core") == ""  # a stand-in that looks in both of its homes
     with pytest.raises(ImportError, match="numba.np.ufunc has no counterpart in numba-cuda-mlir"):
         compiler._target("numba.np.ufunc")
 

@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 from numba import cuda
 
-from helpers.backend import is_simulator
+from helpers.backend import COMPILER, is_simulator
 from helpers.device import registers_per_thread, resident_blocks_per_sm, sm_count
 from helpers.harness.peers import Unavailable
 from helpers.pipeline import fused_kernel
@@ -95,8 +95,11 @@ else:
     # cuda.ldcs / cuda.stcs are overloads whose bodies call these intrinsics; typing an
     # overload asks the driver for the current device, so the kernels call the
     # intrinsics directly and still compile to PTX on a machine without a GPU.
-    from numba.cuda.cache_hints import ldcs_intrinsic as load_cs
-    from numba.cuda.cache_hints import stcs_intrinsic as store_cs
+    if COMPILER[0]:  # numba-cuda-mlir types cuda.ldcs / cuda.stcs itself, with or without a GPU
+        load_cs, store_cs = cuda.ldcs, cuda.stcs
+    else:
+        from numba.cuda.cache_hints import ldcs_intrinsic as load_cs
+        from numba.cuda.cache_hints import stcs_intrinsic as store_cs
     from numba.cuda.extending import intrinsic
 
     def _vector_pointer(context: Any, builder: Any, array_type: Any, array: Any, j: Any, j_type: Any) -> Any:
@@ -378,6 +381,19 @@ def _launch_vector_resident(kernel: Any) -> Callable[..., None]:
     return launch
 
 
+def _llvmlite_only(launch: Callable[..., None]) -> Callable[..., None]:
+    """A launcher whose kernel calls an llvmlite ``@intrinsic``, which numba-cuda-mlir cannot lower."""
+
+    def checked(a: Any, b: Any, c: Any, s: float, out: Any) -> None:
+        if COMPILER[0]:
+            raise Unavailable(f"{COMPILER[0]} lowers kernels through MLIR, not llvmlite, so this kernel's "
+                              "@intrinsic (a 16-byte access, or a pointer for the linked CUDA C) cannot be "
+                              "compiled: it needs numba-cuda")
+        launch(a, b, c, s, out)
+
+    return checked
+
+
 def run_linked_cuda_c(a: Any, b: Any, c: Any, s: float, out: Any) -> None:
     """The CUDA C ``float4`` device function, linked into a Numba kernel (GPU only)."""
     if is_simulator():
@@ -411,13 +427,13 @@ VARIANT_INFO: dict[str, Variant] = {
                 "four independent elements per thread per trip", 1, False),
         Variant("streaming", streaming_kernel, _launch_resident(streaming_kernel, lambda n: n),
                 "grid-stride with cuda.ldcs / cuda.stcs (evict-first)", 1, False),
-        Variant("vec4", vec4_kernel, _launch_vector(vec4_kernel),
+        Variant("vec4", vec4_kernel, _llvmlite_only(_launch_vector(vec4_kernel)),
                 "16-byte loads/stores via @intrinsic, one float4 per thread", 4, True),
-        Variant("vec4_resident", vec4_kernel, _launch_vector_resident(vec4_kernel),
+        Variant("vec4_resident", vec4_kernel, _llvmlite_only(_launch_vector_resident(vec4_kernel)),
                 "16-byte loads/stores, grid = SMs x resident blocks per SM", 4, True),
-        Variant("vec4_streaming", vec4_streaming_kernel, _launch_vector(vec4_streaming_kernel),
+        Variant("vec4_streaming", vec4_streaming_kernel, _llvmlite_only(_launch_vector(vec4_streaming_kernel)),
                 "16-byte loads/stores with the .cs hint (inline PTX)", 4, True),
-        Variant("linked_cuda_c", linked_cuda_c_kernel, run_linked_cuda_c,
+        Variant("linked_cuda_c", linked_cuda_c_kernel, _llvmlite_only(run_linked_cuda_c),
                 "CUDA C float4 device function linked with link=", 4, True, gpu_only=True),
     ]
 }
