@@ -45,6 +45,8 @@ from helpers.lessons.fuser.fuser import fuse
 from helpers.results import Record, load, save
 from helpers.sizes import BLOCK_SIZE, blocks_for
 from helpers.timing import time_gpu
+from helpers.lessons.inflight import kernels as inflight
+from helpers.lessons.launches import kernels as launches
 from helpers.lessons.roofline import kernels
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,7 +118,8 @@ def _close(got: np.ndarray, want: np.ndarray, tol: float, *, of_largest: bool = 
 
 
 def elementwise_cases() -> list[tuple[str, str, Callable[[], tuple[str, str]]]]:
-    """Lessons 01, 03, 06 and 07: the pipeline, the fused kernel, the fuser's kernel, the roofline variants."""
+    """Lessons 01, 03, 06, 07, 09 and 10: the pipeline, the fused kernel, the fuser's, the roofline variants,
+    an argument-count kernel and the 16-byte three kernels."""
     a, b, c = _inputs(CHECK_N)
     want = pipeline.reference(a, b, c, 1.7)
     dev = [cuda.to_device(x) for x in (a, b, c)]
@@ -133,7 +136,28 @@ def elementwise_cases() -> list[tuple[str, str, Callable[[], tuple[str, str]]]]:
     fused = fuse(lambda a, b, c, s: (a + b) * c / s, scalars="s", name="fused_by_fuser")
     cases = [("01", "three kernels", three), ("03", "fused", run(lambda *x: pipeline.run_fused(*x[:3], float(x[3]), x[4]))),
              ("06", "fuser", run(lambda a, b, c, s, out: fused[blocks_for(CHECK_N), BLOCK_SIZE](a, b, c, s, out)))]
-    return cases + [("07", name, run(launch)) for name, launch in kernels.VARIANTS.items()]
+    ten = run(kernels.llvmlite_only(lambda a, b, c, s, out: inflight.run_three_vec4(  # roofline's load4
+        a, b, c, float(s), poisoned(CHECK_N), poisoned(CHECK_N), out)))
+    return cases + [("07", name, run(launch)) for name, launch in kernels.VARIANTS.items()] + [
+        ("09", "args3 (x0 = x1 + x2)", lambda: _args3(a, b)), ("10", "three kernels, 16-byte", ten)]
+
+
+def _args3(a: np.ndarray, b: np.ndarray) -> tuple[str, str]:
+    out = poisoned(CHECK_N)
+    launches.args3[blocks_for(CHECK_N), BLOCK_SIZE](out, cuda.to_device(a), cuda.to_device(b))
+    return _bitwise(out.copy_to_host(), a + b)
+
+
+def chain_cases() -> list[tuple[str, str, Callable[[], tuple[str, str]]]]:
+    """Lesson 10's dependent chains of one operation, each against the host's float32 chain."""
+
+    def chain(op: str) -> tuple[str, str]:
+        kernel, s = inflight.CHAINS[op]
+        out = poisoned(1)
+        kernel[1, 1](cuda.to_device(np.ones(1, np.float32)), np.float32(s), 100, out)
+        return _bitwise(out.copy_to_host(), np.array([inflight.chain_reference(op, 1.0, s, 100)]))
+
+    return [("10", f"{op} chain", lambda op=op: chain(op)) for op in inflight.CHAINS]
 
 
 def reduction_cases() -> list[tuple[str, str, Callable[[], tuple[str, str]]]]:
@@ -168,7 +192,7 @@ def reduction_cases() -> list[tuple[str, str, Callable[[], tuple[str, str]]]]:
 
 def check_kernels() -> list[KernelCheck]:
     checks = []
-    for maker in (elementwise_cases, reduction_cases):
+    for maker in (chain_cases, elementwise_cases, reduction_cases):
         try:
             cases = maker()
         except Exception as exc:  # an import or a module-level kernel the compiler refuses

@@ -381,7 +381,7 @@ def _launch_vector_resident(kernel: Any) -> Callable[..., None]:
     return launch
 
 
-def _llvmlite_only(launch: Callable[..., None]) -> Callable[..., None]:
+def llvmlite_only(launch: Callable[..., None]) -> Callable[..., None]:
     """A launcher whose kernel calls an llvmlite ``@intrinsic``, which numba-cuda-mlir cannot lower."""
 
     def checked(a: Any, b: Any, c: Any, s: float, out: Any) -> None:
@@ -427,13 +427,13 @@ VARIANT_INFO: dict[str, Variant] = {
                 "four independent elements per thread per trip", 1, False),
         Variant("streaming", streaming_kernel, _launch_resident(streaming_kernel, lambda n: n),
                 "grid-stride with cuda.ldcs / cuda.stcs (evict-first)", 1, False),
-        Variant("vec4", vec4_kernel, _llvmlite_only(_launch_vector(vec4_kernel)),
+        Variant("vec4", vec4_kernel, llvmlite_only(_launch_vector(vec4_kernel)),
                 "16-byte loads/stores via @intrinsic, one float4 per thread", 4, True),
-        Variant("vec4_resident", vec4_kernel, _llvmlite_only(_launch_vector_resident(vec4_kernel)),
+        Variant("vec4_resident", vec4_kernel, llvmlite_only(_launch_vector_resident(vec4_kernel)),
                 "16-byte loads/stores, grid = SMs x resident blocks per SM", 4, True),
-        Variant("vec4_streaming", vec4_streaming_kernel, _llvmlite_only(_launch_vector(vec4_streaming_kernel)),
+        Variant("vec4_streaming", vec4_streaming_kernel, llvmlite_only(_launch_vector(vec4_streaming_kernel)),
                 "16-byte loads/stores with the .cs hint (inline PTX)", 4, True),
-        Variant("linked_cuda_c", linked_cuda_c_kernel, _llvmlite_only(run_linked_cuda_c),
+        Variant("linked_cuda_c", linked_cuda_c_kernel, llvmlite_only(run_linked_cuda_c),
                 "CUDA C float4 device function linked with link=", 4, True, gpu_only=True),
     ]
 }
