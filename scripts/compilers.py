@@ -335,6 +335,47 @@ def table(record: Compilers) -> str:
     return "\n".join(rows)
 
 
+DOC = ROOT / "docs" / "compilers.md"
+BEGIN, END = "<!-- begin: python scripts/compilers.py --doc -->", "<!-- end: python scripts/compilers.py --doc -->"
+
+
+def markdown(record: Compilers) -> str:
+    """The record as the tables of ``docs/compilers.md``: kernels, timings, lessons' checked cells."""
+    runs = record.runs
+    head = "| lesson | kernel | " + " | ".join(f"{r.compiler} {r.version}" for r in runs) + " |"
+    rows, reasons = [head, "|" + "---|" * (2 + len(runs))], []
+
+    def cell(k: KernelCheck) -> str:
+        if k.runs:
+            return k.verdict + (f" ({k.detail})" if k.detail else "")
+        reasons.append(k.detail) if k.detail not in reasons else None
+        return f"does not run [{reasons.index(k.detail) + 1}]"
+
+    for check in runs[0].kernels:
+        cells = [next((cell(k) for k in r.kernels if k.kernel == check.kernel), "-").replace("|", "/") for r in runs]
+        rows.append(f"| {check.lesson} | {check.kernel} | " + " | ".join(cells) + " |")
+    rows += [""] + [f"[{i}] {reason}" + ("  " if i < len(reasons) else "") for i, reason in enumerate(reasons, 1)]
+    rows += ["", "| median GPU time (CUDA events, 30 runs) | " + " | ".join(r.compiler for r in runs) + " |",
+             "|" + "---|" * (1 + len(runs))]
+    for name in ("three kernels", "fused"):
+        for n in SIZES:
+            times = [r.timings_ms.get(name, {}).get(str(n), float("nan")) for r in runs]
+            rows.append(f"| {name}, n = 2^{int(np.log2(n))} | " + " | ".join(f"{t:.4f} ms" for t in times) + " |")
+    rows.append("")
+    for r in runs:
+        same = sum(c.same_as_committed for c in r.cells)
+        rows.append(f"- {r.compiler}: {same} of {len(r.cells)} checked cells of lessons "
+                    f"{', '.join(sorted({c.notebook[:2] for c in r.cells}))} print what is committed.")
+    return "\n".join(rows)
+
+
+def doc_text(record: Compilers, text: str) -> str:
+    """``text`` (the doc) with its generated block replaced by the record's tables."""
+    before, rest = text.split(BEGIN)
+    _, after = rest.split(END)
+    return f"{before}{BEGIN}\n{markdown(record)}\n{END}{after}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python scripts/compilers.py", description=__doc__.split("\n")[0])
     parser.add_argument("--out", help="folder for compilers.json (default: results/<device>/)")
@@ -344,7 +385,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="what to run, of kernels,timings,notebooks (timings alone are added to the record in --out: "
                              "time them when nothing else uses the GPU)")
     parser.add_argument("notebooks", nargs="*", default=["01", "02", "03"], help="lesson numbers to run as cells")
+    parser.add_argument("--doc", action="store_true",
+                        help="rewrite docs/compilers.md's tables from the record in --out (no GPU needed)")
     args = parser.parse_args(argv)
+    if args.doc:
+        DOC.write_text(doc_text(load(Compilers, args.out), DOC.read_text()))
+        print(f"wrote {DOC.relative_to(ROOT)}")
+        return 0
     parts = tuple(p for p in args.parts.split(",") if p)
     if not parts or set(parts) - set(PARTS):
         parser.error(f"--parts takes some of {','.join(PARTS)}, got {args.parts!r}")

@@ -94,3 +94,18 @@ def test_the_entry_point_has_help():
     done = subprocess.run([sys.executable, str(Path(__file__).resolve().parent.parent / "scripts" / "compilers.py"), "--help"], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
     assert done.returncode == 0 and "numba-cuda-mlir" in done.stdout
+
+
+def test_the_docs_tables_are_the_committed_records():
+    record = results.load(compilers.Compilers, ROOT / "results" / "h200")
+    text = compilers.DOC.read_text()
+    assert compilers.doc_text(record, text) == text, "run: python scripts/compilers.py --doc --out results/h200"
+    assert {r.compiler for r in record.runs} == {"numba-cuda", "numba-cuda-mlir"}
+    assert record.provenance.device == "NVIDIA H200"
+
+
+def test_a_kernel_that_does_not_run_is_footnoted_with_its_reason():
+    record = _record()
+    record.runs[1].kernels[0] = compilers.KernelCheck("03", "fused", False, "Unavailable", "no intrinsic here")
+    table = compilers.markdown(record)
+    assert "| 03 | fused | bitwise | does not run [1] |" in table and "[1] no intrinsic here" in table
