@@ -23,10 +23,10 @@ import numpy as np
 
 from ..backend import is_simulator
 from .carry import build_function, function_spec
-from .emulate import emulate
 from .other_backend import SIMULATOR, OtherBackendError, run_under
 from .ptx import compile_ptx
 from .ptx.compile import python_function
+from .ptx.machine import emulate
 from .record import ArgInfo, CannotAttribute, ElementCounts, LaunchArgs, Traffic, copies_for_a_count, short_number
 
 Dims = int | Sequence[int]
