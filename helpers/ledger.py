@@ -19,7 +19,7 @@ agree):
   kernel runs (a recording subclass of the simulator's ``FakeCUDAArray`` is passed
   in place of each device array).
 * On a **GPU** the launch's own compiled PTX is followed on the host for every thread
-  of the launch (:mod:`helpers.counting.emulate`), recording the elements each thread
+  of the launch (:func:`helpers.counting.ptx.machine.emulate`), recording the elements each thread
   loads and stores; where the PTX does not say (an index loaded from memory), the
   launch is marked uncounted with the reason.
 

@@ -14,15 +14,26 @@ import numpy as np
 
 from helpers.counting.ptx.machine import ElementCounts, Machine, dims3, distinct_counts, specials
 from helpers.counting.ptx.parse import parse
-from helpers.counting.ptx.values import Exact
+from helpers.counting.ptx.values import Ranged
 from helpers.counting.record import LaunchArgs
 
 CHUNK = 1 << 17  # threads followed at once
 
 
+class Exact(Ranged):
+    """Every value known, lane by lane: one block's range whose lanes may be in any blocks (``blocks``)."""
+
+    def __init__(self, blocks: np.ndarray) -> None:
+        super().__init__(blocks.size, 0, 0)
+        self.blocks = blocks
+
+    def block(self, lanes: np.ndarray) -> np.ndarray:
+        return self.blocks[lanes]
+
+
 def emulate_threads(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Sequence[int],
                     kernel: str) -> ElementCounts:
-    """The count of :func:`helpers.counting.emulate.emulate`, following every thread with exact values."""
+    """The count of :func:`helpers.counting.ptx.machine.emulate`, following every thread with exact values."""
     g, b = dims3(grid), dims3(block)
     program = parse(ptx)
     threads, per_block = prod(g) * prod(b), prod(b)

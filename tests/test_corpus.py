@@ -19,7 +19,7 @@ from numba import cuda
 
 import helpers  # noqa: F401
 from helpers.counting import ArgInfo, CannotAttribute, LaunchArgs, compare_counts, static_traffic
-from helpers.counting.emulate import emulate_ranges
+from helpers.counting.ptx.machine import emulate
 from helpers.counting.ptx import compile_ptx
 from helpers.counting.record import OutOfBounds
 from engine_support import emulate_threads
@@ -73,7 +73,7 @@ def test_block_ranges_count_what_following_every_thread_counts(shape):
     launch = LaunchArgs.of(_args(shape))
     ptx = compile_ptx(shape.kernel, launch.argtypes, (9, 0))
     g, b = (grid if isinstance(grid, tuple) else (grid,)), (block if isinstance(block, tuple) else (block,))
-    assert emulate_ranges(ptx, launch, g, b, shape.name) == emulate_threads(ptx, launch, g, b, shape.name)
+    assert emulate(ptx, launch, g, b, shape.name) == emulate_threads(ptx, launch, g, b, shape.name)
 
 
 def _array(name, shape, dtype="float32", itemsize=4):
@@ -145,4 +145,4 @@ def test_a_64_bit_bitwise_comparison_counts_as_its_signed_twin(name):
     bitwise = re.sub(r"setp\.(eq|ne)\.s64", r"setp.\1.b64", ptx)
     assert bitwise != ptx
     g, b = (grid if isinstance(grid, tuple) else (grid,)), (block if isinstance(block, tuple) else (block,))
-    assert emulate_ranges(bitwise, launch, g, b, name) == emulate_ranges(ptx, launch, g, b, name)
+    assert emulate(bitwise, launch, g, b, name) == emulate(ptx, launch, g, b, name)

@@ -9,7 +9,7 @@ from numba import cuda
 import helpers  # noqa: F401
 from helpers import pipeline
 from helpers.counting import LaunchArgs, LinkedCall, OutOfBounds, compare_counts, static_traffic
-from helpers.counting.emulate import emulate_ranges
+from helpers.counting.ptx.machine import emulate
 from helpers.counting.ptx import (
     CannotAttribute,
     access_bytes,
@@ -46,7 +46,7 @@ def test_fused_kernel_compiles_to_three_loads_and_one_store():
     counts = count_global_accesses(pipeline.fused_kernel, (a, b, c, np.float32(2), c))
     assert (counts.loads(), counts.stores()) == (3, 1)
     assert [counts.loads(i) for i in range(5)] == [1, 1, 1, 0, 0] and counts.stores(4) == 1
-    assert counts.bytes("load", 0) == 4 and not counts.has_loop and not counts.unattributed
+    assert counts.bytes("load", 0) == 4 and not any(a.in_loop for a in counts.accesses) and not counts.unattributed
 
 
 def test_float64_accesses_are_eight_bytes():
@@ -59,8 +59,6 @@ def test_an_address_from_two_arrays_cannot_be_attributed():
     a, b, out = arrays()
     counts = count_global_accesses(pick_one, (a, b, True, out))
     assert counts.unattributed and "several arrays" in counts.reasons()[0]
-    with pytest.raises(CannotAttribute, match="several arrays"):
-        counts.require_attributed("pick_one")
 
 
 def test_a_loop_that_is_not_grid_stride_cannot_be_attributed():
@@ -156,7 +154,7 @@ def test_two_accesses_to_one_array_that_move_differently_with_the_block_are_coun
     assert result.static.read["x"] == 4 * (2 * n - 1)
     launch = LaunchArgs.of([x, out])
     ptx = compile_ptx(plus_first_of_block, launch.argtypes, (9, 0))
-    assert emulate_ranges(ptx, launch, (4,), (256,), "k") == emulate_threads(ptx, launch, (4,), (256,), "k")
+    assert emulate(ptx, launch, (4,), (256,), "k") == emulate_threads(ptx, launch, (4,), (256,), "k")
 
 
 def test_a_call_to_linked_cuda_c_is_refused_with_the_functions_name():

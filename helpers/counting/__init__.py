@@ -10,8 +10,7 @@ runs both.  :mod:`.record` holds what both share, :mod:`.other_backend` runs a f
 the other CUDA backend, :mod:`.carry` carries a kernel's globals to a simulator subprocess.
 """
 
-from .ptx import PtxCounts, count_global_accesses
-from .record import (ArgInfo, ArrayTraffic, CannotAttribute, DataDependentBranch, ElementCounts, HostCopy, LaunchArgs,
-                     LinkedCall, OutOfBounds, Traffic, copies_for_a_count, copying_for_a_count, is_array)
+from .record import (ArgInfo, ArrayTraffic, CannotAttribute, HostCopy, LaunchArgs, LinkedCall, OutOfBounds, Traffic,
+                     copies_for_a_count, copying_for_a_count, is_array)
 from .traffic import (Comparison, compare_counts, comparison_table, launch_dims, naming_arguments, recording_arguments,
                       simulated_traffic, static_traffic, traffic_from_touches)

@@ -107,12 +107,10 @@ def _importable_home(name: str, value: Any, owner: Any) -> tuple[str, str | None
 
 
 def _lookup(module: Any, dotted: str) -> Any:
-    obj = module
+    """``module.<dotted>``, or :data:`_MISSING` (which has no attributes, so it stays missing)."""
     for part in dotted.split("."):
-        obj = getattr(obj, part, _MISSING)
-        if obj is _MISSING:
-            return _MISSING
-    return obj
+        module = getattr(module, part, _MISSING)
+    return module
 
 
 _MISSING = object()
@@ -156,12 +154,11 @@ def _rebuild(name: str, how: dict[str, Any], kernel: str, cuda: Any) -> Any:
     if "device" in how:
         return cuda.jit(device=True)(build_function(how["device"], cuda))
     module_name, _, attribute = how["import"].partition(":")
+    why = ""
     try:
         found = _lookup(importlib.import_module(module_name), attribute)
     except ImportError as exc:
         found, why = _MISSING, f"({type(exc).__name__}: {exc})"
-    else:
-        why = ""
     if found is _MISSING:
         raise CannotAttribute(f"{kernel} uses `{name}` ({module_name}.{attribute}), which does not exist "
                               f"under the simulator {why}".rstrip())

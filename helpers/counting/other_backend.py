@@ -55,6 +55,11 @@ def run_under(backend: str, entry: str, request: dict[str, Any], timeout: float 
     return reply["result"]
 
 
+def error_detail(exc: BaseException) -> str:
+    """An exception as one line, ``module.Kind: message``, as a subprocess reports it."""
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip().replace("\n", " ")
+
+
 def _last_error(stderr: str) -> str:
     """The exception line(s) at the end of a traceback (a message may span several lines)."""
     text = stderr.strip()
@@ -75,9 +80,8 @@ def _serve() -> None:
         func = getattr(importlib.import_module(module_name), func_name)
         result = func(message["request"])
     except BaseException as exc:  # every failure goes back as a message, never as a bare exit status
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip().replace("\n", " ")
         sys.stderr.write(traceback.format_exc())
-        sys.stdout.write("\n" + json.dumps({"error": detail, "kind": type(exc).__name__}) + "\n")
+        sys.stdout.write("\n" + json.dumps({"error": error_detail(exc), "kind": type(exc).__name__}) + "\n")
         sys.exit(1)
     sys.stdout.write("\n" + json.dumps({"result": result}) + "\n")
 

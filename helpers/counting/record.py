@@ -1,17 +1,13 @@
-"""The shared definitions of both counting engines: a count, a launch's arguments, and a refusal.
-
-A launch's arguments are described once (:class:`LaunchArgs`, built by :mod:`helpers.launch_hook`) and
-passed to whichever engine counts it; both count the distinct elements each thread loads and stores
-(:class:`ElementCounts`), which :meth:`LaunchArgs.traffic` turns into one :class:`ArrayTraffic` row per
-array, in bytes.  A refusal (:class:`CannotAttribute` and its kinds) is worded here once.
-"""
+"""What both counting engines share: a launch's arguments (:class:`LaunchArgs`, described once, by
+:mod:`helpers.launch_hook`), a count (:class:`ElementCounts`, which :meth:`LaunchArgs.traffic` turns into bytes per
+array), and a refusal (:class:`CannotAttribute` and its kinds), worded here once."""
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from math import prod
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -186,16 +182,14 @@ class ArgInfo:
                     raise TypeError(f"`{name}` has a dtype ({value.dtype}) a kernel cannot take") from None
                 dtype = np.dtype(interface["typestr"])
             shape = tuple(int(s) for s in value.shape)
-            strides = (tuple(int(s) for s in interface["strides"]) if interface and interface.get("strides")
-                       else _c_strides(shape, dtype.itemsize) if interface else
-                       tuple(int(s) for s in getattr(value, "strides", ())) or _c_strides(shape, dtype.itemsize))
+            strides = interface.get("strides") if interface else getattr(value, "strides", None)
+            strides = tuple(int(s) for s in strides) if strides else _c_strides(shape, dtype.itemsize)
             return cls(name, True, _numba_name(dtype), shape, dtype.itemsize, strides, host=host)
         if isinstance(value, np.generic):
             dtype = np.dtype(type(value))
             return cls(name, False, _numba_name(dtype), itemsize=dtype.itemsize, value=value.item())
-        for kind, dtype_name in _SCALAR_DTYPES.items():
-            if type(value) is kind:
-                return cls(name, False, dtype_name, itemsize=8, value=value)
+        if type(value) in _SCALAR_DTYPES:
+            return cls(name, False, _SCALAR_DTYPES[type(value)], itemsize=8, value=value)
         raise TypeError(f"`{name}` is a {type(value).__name__}; a kernel takes arrays and numbers")
 
     def to_json(self) -> dict[str, Any]:
@@ -211,11 +205,7 @@ def _numba_name(dtype: np.dtype) -> str:
 
 
 def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    strides, step = [], itemsize
-    for s in reversed(shape):
-        strides.append(step)
-        step *= s
-    return tuple(reversed(strides))
+    return tuple(itemsize * prod(shape[k + 1:]) for k in range(len(shape)))
 
 
 @dataclass(frozen=True)
@@ -244,7 +234,7 @@ class LaunchArgs:
     def argtypes(self) -> tuple[ArgType, ...]:
         return tuple(a.argtype for a in self.args)
 
-    def traffic(self, counts: Counts) -> list[ArrayTraffic]:
+    def traffic(self, counts: ElementCounts) -> list[ArrayTraffic]:
         """One row per array argument name, in argument order (an array passed twice is one row, summed):
         an engine's element counts, in bytes."""
         rows: dict[str, ArrayTraffic] = {}
@@ -264,13 +254,6 @@ class LaunchArgs:
     @classmethod
     def from_json(cls, data: list[dict[str, Any]]) -> "LaunchArgs":
         return cls(tuple(ArgInfo.from_json(d) for d in data))
-
-
-class Counts(Protocol):
-    """What an engine counts: distinct elements loaded and stored, summed over threads, per argument index."""
-
-    loads: dict[int, int]
-    stores: dict[int, int]
 
 
 @dataclass

@@ -1,7 +1,5 @@
-"""Count a launch's memory traffic two ways and put the counts side by side.
+"""Count a launch's memory traffic two ways (:func:`static_traffic`, :func:`simulated_traffic`), side by side.
 
-**Static** (:func:`static_traffic`): the compiled PTX followed on the host for every thread, on the
-integers only.  **Simulated** (:func:`simulated_traffic`): the kernel run in Numba's CUDA simulator.
 Both count, by definition, the *distinct* elements each thread reads from and writes to each array:
 ``x[i]`` read twice is one load (the second comes from a register), a read of an element the thread
 has just written is none, ``x[i]`` and ``x[i + 1]`` are two.  So defined the two agree exactly
@@ -23,10 +21,10 @@ import numpy as np
 
 from ..backend import is_simulator
 from .carry import build_function, function_spec
-from .emulate import emulate
 from .other_backend import SIMULATOR, OtherBackendError, run_under
 from .ptx import compile_ptx
 from .ptx.compile import python_function
+from .ptx.machine import emulate
 from .record import ArgInfo, CannotAttribute, ElementCounts, LaunchArgs, Traffic, copies_for_a_count, short_number
 
 Dims = int | Sequence[int]
@@ -86,7 +84,8 @@ def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[An
 
 
 class _ThreadTouches:
-    """Which elements each simulated thread has loaded and stored, per array."""
+    """Which elements each simulated thread has loaded and stored, in one array: a load after a store of the same
+    element is not counted."""
 
     def __init__(self) -> None:
         self.loaded: set[tuple[Any, int]] = set()
@@ -114,16 +113,9 @@ class _ThreadTouches:
         with self.lock:
             self.stored.update((who, e) for e in flat.tolist())
 
-    def counts(self) -> tuple[int, int]:
-        """(distinct loads, distinct stores): a load after a store of the same element is not counted."""
-        return len(self.loaded), len(self.stored)
-
 
 def _element_counts(touches: dict[int, _ThreadTouches]) -> ElementCounts:
-    counts = ElementCounts()
-    for i, t in touches.items():
-        counts.loads[i], counts.stores[i] = t.counts()
-    return counts
+    return ElementCounts({i: len(t.loaded) for i, t in touches.items()}, {i: len(t.stored) for i, t in touches.items()})
 
 
 def _flat_elements(shape: tuple[int, ...], idx: Any) -> np.ndarray:
@@ -180,76 +172,52 @@ def _named_index_error(error: IndexError, name: str, shape: tuple[int, ...]) -> 
 
 @lru_cache(maxsize=1)
 def _array_classes() -> tuple[type, type]:
-    """The simulator's device array, naming itself in an ``IndexError``; and that, recording each touch."""
+    """The simulator's device array; and that, naming itself in an ``IndexError`` and recording each touch."""
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
     class NamedArray(FakeCUDAArray):
-        """The simulator's device array, which names itself when a thread indexes outside it."""
+        """The simulator's device array, which names itself when a thread indexes outside it and, given a
+        :class:`_ThreadTouches`, records each element a thread touches."""
 
-        def __init__(self, base: FakeCUDAArray, name: str) -> None:
+        def __init__(self, base: FakeCUDAArray, name: str, touches: _ThreadTouches | None) -> None:
             super().__init__(base._ary, stream=base.stream)
-            self._name = name
-
-        def _loading(self, idx: Any) -> None:
-            pass
-
-        def _storing(self, idx: Any) -> None:
-            pass
+            self._name, self._touches = name, touches
 
         def __getitem__(self, idx: Any) -> Any:
             try:
-                self._loading(idx)
+                if self._touches is not None:
+                    self._touches.load(_flat_elements(self._ary.shape, idx))
                 return super().__getitem__(idx)
             except IndexError as error:
                 raise _named_index_error(error, self._name, self._ary.shape) from None
 
         def __setitem__(self, idx: Any, value: Any) -> None:
             try:
-                self._storing(idx)
+                if self._touches is not None:
+                    self._touches.store(_flat_elements(self._ary.shape, idx))
                 super().__setitem__(idx, value)
             except IndexError as error:
                 raise _named_index_error(error, self._name, self._ary.shape) from None
 
-    class TouchRecordingArray(NamedArray):
-        """The simulator's device array, recording each element a thread touches."""
-
-        def __init__(self, base: FakeCUDAArray, name: str, touches: _ThreadTouches) -> None:
-            super().__init__(base, name)
-            self._touches = touches
-
-        def _loading(self, idx: Any) -> None:
-            self._touches.load(_flat_elements(self._ary.shape, idx))
-
-        def _storing(self, idx: Any) -> None:
-            self._touches.store(_flat_elements(self._ary.shape, idx))
-
-    return NamedArray, TouchRecordingArray
+    return FakeCUDAArray, NamedArray
 
 
-def _names_for(args: Sequence[Any], names: Sequence[str] | None) -> list[str]:
-    return list(names) if names is not None else [f"arg{i}" for i in range(len(args))]
+def _wrapped(args: Sequence[Any], names: Sequence[str], touches: dict[int, _ThreadTouches]) -> list[Any]:
+    device, named = _array_classes()
+    return [named(a, names[i], touches.get(i)) if isinstance(a, device) else a for i, a in enumerate(args)]
 
 
-def naming_arguments(args: Sequence[Any], names: Sequence[str] | None = None) -> list[Any]:
+def naming_arguments(args: Sequence[Any], names: Sequence[str]) -> list[Any]:
     """Simulator device arrays wrapped so that an index outside one raises ``IndexError`` naming it."""
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-
-    named, _ = _array_classes()
-    names = _names_for(args, names)
-    return [named(a, names[i]) if isinstance(a, FakeCUDAArray) else a for i, a in enumerate(args)]
+    return _wrapped(args, names, {})
 
 
-def recording_arguments(args: Sequence[Any], names: Sequence[str] | None = None
-                        ) -> tuple[list[Any], dict[int, _ThreadTouches]]:
+def recording_arguments(args: Sequence[Any], names: Sequence[str]) -> tuple[list[Any], dict[int, _ThreadTouches]]:
     """Simulator device arrays wrapped so that each thread's distinct accesses are recorded (and an index outside
     one raises ``IndexError`` naming it): the arguments to launch with, and each array argument's record by index."""
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-
-    _, recording = _array_classes()
-    names = _names_for(args, names)
-    touches = {i: _ThreadTouches() for i, a in enumerate(args) if isinstance(a, FakeCUDAArray)}
-    wrapped = [recording(a, names[i], touches[i]) if i in touches else a for i, a in enumerate(args)]
-    return wrapped, touches
+    device, _ = _array_classes()
+    touches = {i: _ThreadTouches() for i, a in enumerate(args) if isinstance(a, device)}
+    return _wrapped(args, names, touches), touches
 
 
 def traffic_from_touches(kernel_name: str, record: LaunchArgs, touches: dict[int, _ThreadTouches]) -> Traffic:
@@ -269,8 +237,10 @@ def simulate_request(request: dict[str, Any]) -> dict[str, Any]:
     return _simulated_counts(kernel, request["grid"], request["block"], args, request["names"]).to_json()
 
 
-_SAME_KIND: dict[str, type[Exception]] = {"IndexError": IndexError, "TypeError": TypeError}
-"""Errors of the kernel's own making, raised again as themselves (an index past the end, say)."""
+_SAME_KIND: dict[str, type[Exception]] = {"IndexError": IndexError, "TypeError": TypeError,
+                                          "CannotAttribute": CannotAttribute}
+"""Errors raised again as themselves: the kernel's own (an index past the end, say), and a refusal of a carried
+global the simulator does not have."""
 
 
 def _own_words(exc: OtherBackendError) -> str:
@@ -313,8 +283,6 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
         except OtherBackendError as exc:
             if exc.kind in _SAME_KIND:  # what the same launch raises when counted in-process
                 raise _SAME_KIND[exc.kind](_own_words(exc)) from None
-            if exc.kind == CannotAttribute.__name__:  # a carried global the simulator does not have
-                raise CannotAttribute(_own_words(exc)) from None
             raise RuntimeError(f"the simulator count of {name} failed: {exc}") from exc
     return Traffic(name, "simulator", record.traffic(ElementCounts.from_json(result)))
 

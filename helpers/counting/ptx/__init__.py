@@ -7,7 +7,6 @@ argument (:func:`count_global_accesses`, the instruction view a lesson shows).
 """
 
 from ..record import CannotAttribute
-from .accesses import GlobalAccess, PtxCounts, analyze_ptx, count_global_accesses
-from .compile import (cache_dir, cached, compile_ptx, compile_request, describe_arg, global_names, kernel_source,
-                      strip_decorators)
+from .accesses import PtxCounts, analyze_ptx, count_global_accesses
+from .compile import cache_dir, cached, compile_ptx, compile_request, describe_arg, global_names
 from .parse import access_bytes

@@ -15,9 +15,7 @@ from ..record import DATA_BRANCH, DATA_INDEX, ArgType, CannotAttribute
 from .compile import compile_ptx, describe_arg
 from .parse import Instruction, Program, access_bytes, parse
 
-# Parameters an array argument is flattened into by numba-cuda's data model:
-# meminfo, parent, nitems, itemsize, data, shape[ndim], strides[ndim].
-_ARRAY_DATA_FIELD = 4
+_ARRAY_DATA_FIELD = 4  # an array's data pointer, among the parameters it is flattened into (ArgType.n_params)
 _DATA = -1
 """Taint marker: the value was loaded from global memory (so an address using it is data-dependent)."""
 _REG = re.compile(r"%[a-z]+\d*")
@@ -70,19 +68,9 @@ class PtxCounts:
     def unattributed(self) -> list[GlobalAccess]:
         return [a for a in self.accesses if a.arg_index is None]
 
-    @property
-    def has_loop(self) -> bool:
-        return any(a.in_loop for a in self.accesses)
-
     def reasons(self) -> list[str]:
         """Why some accesses cannot be attributed (empty when every access is attributed)."""
         return list(dict.fromkeys(a.reason for a in self.unattributed if a.reason))
-
-    def require_attributed(self, kernel: str) -> None:
-        """Raise :class:`CannotAttribute`, with the reasons, unless every access is attributed."""
-        if self.unattributed:
-            raise CannotAttribute(f"cannot attribute {len(self.unattributed)} global memory access(es) of {kernel}: "
-                                  + "; ".join(self.reasons()))
 
 
 def _owner(owners: frozenset[int]) -> tuple[int | None, str | None]:

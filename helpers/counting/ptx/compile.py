@@ -11,7 +11,6 @@ import inspect
 import json
 import os
 import textwrap
-import traceback
 import types as pytypes
 from functools import lru_cache
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 from ...backend import is_simulator
 from ...device import compute_capability
-from ..other_backend import COMPILER, OtherBackendError, run_under
+from ..other_backend import COMPILER, OtherBackendError, error_detail, run_under
 from ..record import ArgInfo, ArgType, CannotAttribute
 
 
@@ -29,16 +28,6 @@ def describe_arg(value: Any) -> ArgType:
         return ArgInfo.of("argument", value).argtype
     except TypeError as exc:
         raise CannotAttribute(f"cannot attribute accesses for an argument of type {type(value).__name__}") from exc
-
-
-def strip_decorators(source: str) -> str:
-    """The source of a function definition without its decorators (``@cuda.jit``)."""
-    tree = ast.parse(textwrap.dedent(source))
-    func = tree.body[0]
-    if not isinstance(func, ast.FunctionDef):
-        raise CannotAttribute("expected a function definition")
-    func.decorator_list = []
-    return ast.unparse(func)
 
 
 def global_names(code: pytypes.CodeType) -> set[str]:
@@ -56,11 +45,15 @@ def python_function(kernel: Any) -> Any:
 
 
 def function_source(py_func: Any) -> str:
-    """``py_func``'s source without its decorators; :class:`CannotAttribute` where it cannot be read."""
+    """``py_func``'s source without its decorators (``@cuda.jit``); :class:`CannotAttribute` where it cannot be read."""
     try:
-        return strip_decorators(inspect.getsource(py_func))
+        func = ast.parse(textwrap.dedent(inspect.getsource(py_func))).body[0]
     except (OSError, TypeError) as exc:
         raise CannotAttribute(f"cannot read the source of {py_func.__name__}: {exc}") from exc
+    if not isinstance(func, ast.FunctionDef):
+        raise CannotAttribute("expected a function definition")
+    func.decorator_list = []
+    return ast.unparse(func)
 
 
 def kernel_source(py_func: Any, _seen: set[str] | None = None) -> str:
@@ -157,6 +150,5 @@ def compile_ptx(kernel: Any, argtypes: Sequence[ArgType], cc: tuple[int, int] | 
     try:
         ptx, _ = cuda.compile_ptx(py_func, tuple(a.to_numba() for a in argtypes), cc=cc)
     except Exception as exc:  # a typing or lowering error: the same words as the subprocess path gives
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip().replace("\n", " ")
-        raise CannotAttribute(f"compiling {py_func.__name__} to PTX failed: {detail}") from exc
+        raise CannotAttribute(f"compiling {py_func.__name__} to PTX failed: {error_detail(exc)}") from exc
     return ptx

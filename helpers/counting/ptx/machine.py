@@ -279,9 +279,10 @@ def follow_range(program: Program, launch: LaunchArgs, kernel: str, grid: tuple[
     return counts
 
 
-def emulate_ranges(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Sequence[int], kernel: str,
-                   max_ranges: int = 200_000) -> ElementCounts:
-    """:func:`emulate`'s count, found block range by block range (fast when blocks behave alike)."""
+def emulate(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Sequence[int], kernel: str,
+            max_ranges: int = 200_000) -> ElementCounts:
+    """Distinct elements each thread of the launch reads and writes, per array argument, summed over threads: found
+    block range by block range (fast when blocks behave alike)."""
     g, b = dims3(grid), dims3(block)
     program = parse(ptx)
     todo = [(r * g[0], r * g[0] + g[0] - 1) for r in reversed(range(g[1] * g[2]))]
@@ -300,8 +301,3 @@ def emulate_ranges(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Seq
             mid = (b0 + b1) // 2
             todo += [(mid + 1, b1), (b0, mid)]
     return total
-
-
-def emulate(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Sequence[int], kernel: str) -> ElementCounts:
-    """Distinct elements each thread of the launch reads and writes, per array argument, summed over threads."""
-    return emulate_ranges(ptx, launch, grid, block, kernel)

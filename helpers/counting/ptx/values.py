@@ -4,7 +4,7 @@ Concrete rules compute on ``int64`` arrays (one lane per thread, any PTX width r
 and ``bool`` arrays for predicates; what is not computed (loaded or floating-point values) is :class:`Unknown`.
 :class:`Ranged` holds one block's lanes for every block ``B`` of a range at once, each integer ``c0 + c1 * B``
 (:class:`Affine`) or the bits the range shares (:class:`Bits`); where something differs inside the range,
-:class:`Split` halves it (a range of one block is exact).  :class:`Exact` knows every integer, lane by lane.
+:class:`Split` halves it (a range of one block is exact).
 """
 
 from __future__ import annotations
@@ -157,17 +157,6 @@ class Ranged:
         if rule is None:
             raise Split
         return rule(self, ins, src, active)
-
-
-class Exact(Ranged):
-    """Every value known, lane by lane: one block's range whose lanes may be in any blocks (``blocks``)."""
-
-    def __init__(self, blocks: np.ndarray) -> None:
-        super().__init__(blocks.size, 0, 0)
-        self.blocks = blocks
-
-    def block(self, lanes: np.ndarray) -> np.ndarray:
-        return self.blocks[lanes]
 
 
 # --- concrete rules: (instruction, known operands, active lanes) -> the result --------------
