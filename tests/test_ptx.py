@@ -1,6 +1,7 @@
 """The static counter reads PTX: attribution, deduplication, loops, and clear refusals."""
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -171,3 +172,29 @@ def test_a_call_to_linked_cuda_c_is_refused_with_the_functions_name():
     launch = LaunchArgs.of(args, names)
     with pytest.raises(LinkedCall, match="`fused_vec4`"):
         emulate_threads(ptx, launch, (13,), (256,), "linked_cuda_c_kernel")
+
+
+MLIR_PTX = Path(__file__).resolve().parent / "data" / "mlir_ptx"  # written by its make.py
+
+
+@pytest.mark.parametrize("name, shape, grid, block", [("fused_kernel", (1027,), (5,), (256,)),
+                                                      ("grid_stride_kernel", (1027,), (2,), (128,)),
+                                                      ("row_copy_kernel", (7, 45), (1, 3), (16, 16))])
+def test_numba_cuda_mlir_ptx_is_counted_through_its_memref_arrays(name, shape, grid, block):
+    """numba-cuda-mlir passes an array as (allocated, aligned, offset, shape, strides in elements): the same
+    kernel counts every element once, as numba-cuda's PTX and the simulator do."""
+    count = 2 if name == "row_copy_kernel" else 5
+    values = [cuda.to_device(np.ones(shape, np.float32)) for _ in range(count)]
+    if count == 5:
+        values[3] = np.float32(1.7)
+    launch = LaunchArgs.of(values)
+    ptx = (MLIR_PTX / f"{name}.ptx").read_text()
+    counts = emulate(ptx, launch, grid, block, name)
+    n = int(np.prod(shape))
+    arrays = [k for k, v in enumerate(values) if not isinstance(v, np.float32)]
+    assert [counts.loads.get(k, 0) for k in arrays] == [n] * (len(arrays) - 1) + [0]
+    assert [counts.stores.get(k, 0) for k in arrays] == [0] * (len(arrays) - 1) + [n]
+    # the static view attributes every array load (numba-cuda-mlir's grid-stride loop also has an atomic on its
+    # error flag, for a zero step, which no thread of this launch reaches and the count above leaves out)
+    found = analyze_ptx(ptx, launch.argtypes).accesses
+    assert sorted({a.arg_index for a in found if a.op == "load" and a.arg_index is not None}) == arrays[:-1]

@@ -94,6 +94,51 @@ def is_array(value: Any) -> bool:
 
 
 @dataclass(frozen=True)
+class ArrayLayout:
+    """How a compiler passes an array to a kernel: the PTX parameters it is flattened into."""
+
+    compiler: str
+    fixed: int  # parameters before shape[ndim] and strides[ndim]
+    data: tuple[int, ...]  # those that hold the data pointer
+    size_at: int | None  # the one that holds the element count (None: none does)
+    itemsize_at: int | None
+    strides_in_elements: bool
+
+    def n_params(self, ndim: int) -> int:
+        return self.fixed + 2 * ndim
+
+    def params(self, pointer: int, size: int, itemsize: int, shape: tuple[int, ...],
+               strides: tuple[int, ...]) -> list[int]:
+        """The parameters' values for an array whose data is at ``pointer`` (other fixed ones: 0)."""
+        fixed = [0] * self.fixed
+        for k in self.data:
+            fixed[k] = pointer
+        for k, value in ((self.size_at, size), (self.itemsize_at, itemsize)):
+            if k is not None:
+                fixed[k] = value
+        steps = [s // itemsize for s in strides] if self.strides_in_elements else list(strides)
+        return fixed + list(shape) + steps
+
+
+NUMBA_CUDA_ARRAYS = ArrayLayout("numba-cuda", 5, (4,), 2, 3, False)
+"""meminfo, parent, nitems, itemsize, data, shape[ndim], strides[ndim] (in bytes)."""
+MLIR_ARRAYS = ArrayLayout("numba-cuda-mlir", 3, (0, 1), None, None, True)
+"""An MLIR memref: allocated and aligned pointers, offset, shape[ndim], strides[ndim] (in elements)."""
+
+
+def array_layout(ptx_params: int, ndims: Sequence[int | None], refuse: bool = True) -> ArrayLayout:
+    """The layout under which arguments of these dimensions (None: a scalar) take ``ptx_params`` parameters;
+    where none does, ``CannotAttribute`` (or numba-cuda's, if not ``refuse``: the PTX declares more)."""
+    for layout in (NUMBA_CUDA_ARRAYS, MLIR_ARRAYS):
+        if sum(1 if d is None else layout.n_params(d) for d in ndims) == ptx_params:
+            return layout
+    expected = sum(1 if d is None else NUMBA_CUDA_ARRAYS.n_params(d) for d in ndims)
+    if not refuse:
+        return NUMBA_CUDA_ARRAYS
+    raise CannotAttribute(f"the PTX has {ptx_params} parameters but the argument types imply {expected}")
+
+
+@dataclass(frozen=True)
 class ArgType:
     """A picklable description of one kernel argument's Numba type."""
 

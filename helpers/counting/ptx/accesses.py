@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
-from ..record import DATA_BRANCH, DATA_INDEX, ArgType, CannotAttribute
+from ..record import DATA_BRANCH, DATA_INDEX, ArgType, CannotAttribute, array_layout
 from .compile import compile_ptx, describe_arg
 from .parse import Instruction, Program, access_bytes, parse
 
@@ -194,15 +194,13 @@ def analyze_ptx(ptx: str, argtypes: Sequence[ArgType]) -> PtxCounts:
     """Count and attribute the global loads and stores of the first kernel in ``ptx``: every access is attributed
     to one array argument, or has the ``reason`` it cannot be (a count is never silently guessed)."""
     program = parse(ptx)
-    expected = sum(a.n_params for a in argtypes)
-    if program.n_params != expected:
-        raise CannotAttribute(f"the PTX has {program.n_params} parameters but the argument types imply {expected}")
+    layout = array_layout(program.n_params, [a.ndim if a.kind == "array" else None for a in argtypes])
     data_param: dict[int, int] = {}
     first = 0
     for index, arg in enumerate(argtypes):
         if arg.kind == "array":
-            data_param[first + _ARRAY_DATA_FIELD] = index
-        first += arg.n_params
+            data_param.update({first + k: index for k in layout.data})
+        first += layout.n_params(arg.ndim) if arg.kind == "array" else 1
     loops = program.loops()
     scan = _scan(program, data_param, loops)
     grid_stride = bool(loops) and any("%nctaid" in o for ins in program.instructions for o in ins.operands)

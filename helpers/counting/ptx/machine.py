@@ -16,7 +16,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..record import DATA_INDEX, CannotAttribute, DataDependentBranch, ElementCounts, LaunchArgs, LinkedCall, OutOfBounds
+from ..record import (DATA_INDEX, CannotAttribute, DataDependentBranch, ElementCounts, LaunchArgs, LinkedCall,
+                      OutOfBounds, array_layout)
 from .parse import Instruction, Program, access_bytes, parse
 from .values import DATA, Affine, Ranged, Split, Unknown, Unsupported, blend, unknown_result
 
@@ -43,13 +44,15 @@ class Access:
     step: int
 
 
-def launch_params(launch: LaunchArgs) -> list[Any]:
-    """The kernel's parameters as the PTX numbers them: an array flattened (meminfo, parent, nitems,
-    itemsize, data, shape, strides) with its data pointer ``(k + 1) << BASE_SHIFT``; a scalar's value."""
+def launch_params(launch: LaunchArgs, ptx_params: int) -> list[Any]:
+    """The kernel's parameters as the PTX numbers them: an array flattened as its compiler flattens it
+    (:func:`~helpers.counting.record.array_layout`), its data pointer ``(k + 1) << BASE_SHIFT``; a scalar's value."""
+    # the count of .param declarations includes any linked function's, which the machine refuses by name
+    layout = array_layout(ptx_params, [len(a.shape) if a.is_array else None for a in launch.args], refuse=False)
     params: list[Any] = []
     for k, arg in enumerate(launch.args):
         if arg.is_array:
-            params += [0, 0, arg.size, arg.itemsize, (k + 1) << BASE_SHIFT, *arg.shape, *arg.strides]
+            params += layout.params((k + 1) << BASE_SHIFT, arg.size, arg.itemsize, arg.shape, arg.strides)
         elif isinstance(arg.value, (bool, int, np.integer)):
             params.append(int(arg.value))
         else:
@@ -75,7 +78,7 @@ class Machine:
     def __init__(self, program: Program, launch: LaunchArgs, kernel: str, domain: Ranged,
                  special: dict[str, Any]) -> None:
         self.program, self.launch, self.kernel, self.domain, self.special = program, launch, kernel, domain, special
-        self.params = launch_params(launch)
+        self.params = launch_params(launch, program.n_params)
         self.regs: dict[str, Any] = {}
         self.accesses: list[Access] = []
 
