@@ -17,6 +17,8 @@ import ast
 import sys
 from pathlib import Path
 
+from regenerate import regenerate
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "helpers"
 DOC = ROOT / "docs" / "architecture.md"
@@ -170,15 +172,8 @@ def updated(doc: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = DOC.read_text()
-    new = updated(text)
-    if "--check" in argv:
-        if new != text:
-            print("docs/architecture.md's import graph or lesson map is out of date: run python scripts/import_graph.py")
-            return 1
-        return 0
-    DOC.write_text(new)
-    return 0
+    return regenerate(DOC, updated, argv,
+                      "docs/architecture.md's import graph or lesson map is out of date: run python scripts/import_graph.py")
 
 
 if __name__ == "__main__":

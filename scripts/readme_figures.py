@@ -23,6 +23,7 @@ from helpers.lessons.sweep.record import Sweep  # noqa: E402
 from helpers.lessons.transfers.record import Transfers  # noqa: E402
 from helpers.results import load  # noqa: E402
 from helpers.timing import format_ms  # noqa: E402
+from regenerate import regenerate  # noqa: E402
 
 START, END = "<!-- figures:start -->", "<!-- figures:end -->"
 SIZES = (2**20, 2**24, 2**28)
@@ -72,16 +73,8 @@ def updated(readme: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    path = ROOT / "README.md"
-    text = path.read_text()
-    new = updated(text)
-    if "--check" in argv:
-        if new != text:
-            print("README.md's figures are out of date: run python scripts/readme_figures.py")
-            return 1
-        return 0
-    path.write_text(new)
-    return 0
+    return regenerate(ROOT / "README.md", updated, argv,
+                      "README.md's figures are out of date: run python scripts/readme_figures.py")
 
 
 if __name__ == "__main__":

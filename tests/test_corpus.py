@@ -8,10 +8,7 @@ launches far too large for the simulator close the file.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,21 +19,10 @@ from helpers.counting import ArgInfo, CannotAttribute, LaunchArgs, compare_count
 from helpers.counting.ptx.machine import emulate
 from helpers.counting.ptx import compile_ptx
 from helpers.counting.record import OutOfBounds
+from corpus_support import shapes
 from engine_support import emulate_threads
 
 N = 300  # two blocks of 256, the second partly guarded
-CORPUS = Path(__file__).resolve().parent / "corpus" / "shapes.py"
-
-
-def _corpus():
-    spec = importlib.util.spec_from_file_location("corpus_shapes", CORPUS)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["corpus_shapes"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-shapes = _corpus()
 SHAPES = shapes.SHAPES
 
 

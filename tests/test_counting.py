@@ -21,6 +21,7 @@ from helpers.counting import (
 from helpers.counting.ptx import CannotAttribute, count_global_accesses
 from helpers.lessons.dram.measure import pipeline_comparisons
 from helpers.sizes import BLOCK_SIZE, blocks_for
+from corpus_support import shapes
 
 N = 300  # not a multiple of the block size: the bounds guard matters
 
@@ -73,13 +74,6 @@ def neighbours_guarded(x, out):
     i = cuda.grid(1)
     if i + 1 < x.size:
         out[i] = x[i] + x[i + 1]
-
-
-@cuda.jit
-def scatter(x, idx, out):
-    i = cuda.grid(1)
-    if i < x.size:
-        out[idx[i]] = x[i]
 
 
 @cuda.jit
@@ -170,12 +164,12 @@ def test_a_guard_with_an_offset_is_counted_exactly():
     assert result.static.per_array() == result.simulated.per_array() == {"x": (8 * (N - 1), 0), "out": (0, 4 * (N - 1))}
 
 
-@pytest.mark.parametrize("kernel, reason", [(scatter, "data-dependent index"), (copy_positive, "data-dependent branch")])
+@pytest.mark.parametrize("kernel, reason", [(shapes.scatter, "data-dependent index"), (copy_positive, "data-dependent branch")])
 def test_data_dependent_traffic_cannot_be_attributed(kernel, reason):
     x = cuda.to_device(np.linspace(-1, 1, N).astype(np.float32))
     out = cuda.to_device(np.zeros(N, np.float32))
     idx = cuda.to_device(np.arange(N)[::-1].copy())
-    args = (x, idx, out) if kernel is scatter else (x, out)
+    args = (x, idx, out) if kernel is shapes.scatter else (x, out)
     with pytest.raises(CannotAttribute, match=reason):
         static_traffic(kernel, blocks_for(N), BLOCK_SIZE, args)
     result = compare_counts(kernel, blocks_for(N), BLOCK_SIZE, args)

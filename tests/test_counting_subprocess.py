@@ -21,6 +21,7 @@ from helpers.counting import CannotAttribute, simulated_traffic
 from helpers.counting.carry import function_spec
 from helpers.counting.other_backend import COMPILER, run_under
 from helpers.counting.traffic import _simulate_in_subprocess
+from helpers.lessons.inflight.kernels import copy_kernel
 from helpers.lessons.roofline import kernels
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
@@ -168,15 +169,8 @@ def test_a_global_that_cannot_travel_is_refused_by_name_before_the_subprocess(no
         _simulate_in_subprocess(notebook["uses_a_dict"], blocks_for(N), BLOCK_SIZE, (x, out), ["x", "out"])
 
 
-@cuda.jit
-def _copy(x, out):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = x[i]
-
-
 def test_an_index_past_the_end_in_the_subprocess_names_the_array():
     x, out = cuda.to_device(np.ones(100, np.float32)), poisoned(300)
     with pytest.raises(IndexError, match=r"is out of bounds for axis 0 with size 100: a thread indexed past the end "
                                          r"of `x` \(100 elements\); add a bounds guard"):
-        _simulate_in_subprocess(_copy, 2, BLOCK_SIZE, (x, out), ["x", "out"])
+        _simulate_in_subprocess(copy_kernel, 2, BLOCK_SIZE, (x, out), ["x", "out"])

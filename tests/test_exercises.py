@@ -216,9 +216,7 @@ def test_generator_never_clobbers_an_edited_student_notebook(tmp_path):
     edited = student.read_bytes()
 
     # the source changes: every release is out of date, but the edited one is refused
-    source = nbformat.read(tmp_path / "source" / SOURCES[0].name, 4)
-    source.cells[0].source += "\n\nA new sentence."
-    nbformat.write(source, tmp_path / "source" / SOURCES[0].name)
+    _edit_the_source(tmp_path)
     done = _release(tmp_path)
     assert done.returncode == 1
     assert "refused" in done.stdout and "edited after it was generated" in done.stdout
@@ -297,9 +295,7 @@ def test_generator_never_clobbers_a_student_notebook_that_was_only_run(tmp_path)
     assert _release(tmp_path).returncode == 0  # nothing changed: a run notebook is left as it is
     assert student.read_bytes() == ran
 
-    source = nbformat.read(tmp_path / "source" / SOURCES[0].name, 4)
-    source.cells[0].source += "\n\nA new sentence."
-    nbformat.write(source, tmp_path / "source" / SOURCES[0].name)
+    _edit_the_source(tmp_path)
     done = _release(tmp_path)
     assert done.returncode == 1
     assert "refused" in done.stdout and "it was run after it was generated" in done.stdout

@@ -17,6 +17,7 @@ from helpers.checks import CheckFailed
 from helpers.classroom import grading, reference
 from helpers.counting import OutOfBounds
 from helpers.ledger import Launch, Ledger, counting_engine
+from helpers.lessons.inflight.kernels import copy_kernel
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
 WRONG = Path(__file__).resolve().parent.parent / "notebooks" / "exercises" / "wrong"
@@ -304,33 +305,28 @@ def test_a_solution_right_only_at_small_sizes_fails():
 # --- host cheats and duplicate writes ---------------------------------------------------------------
 
 
+@cuda.jit
+def _nothing(out):
+    pass
+
+
+def _on_the_host(a, x, y, out):
+    """Exercise 1's answer computed on the host and copied into `out`; the kernel it launches does nothing."""
+    out.copy_to_device(np.maximum(a * x.copy_to_host() + y.copy_to_host(), 0).astype(np.float32))
+    _nothing[1, 1](out)
+
+
 def test_a_result_copied_from_the_host_is_rejected_whatever_the_kernel():
-    @cuda.jit
-    def nothing(out):
-        pass
-
-    def on_the_host(a, x, y, out):
-        out.copy_to_device(np.maximum(a * x.copy_to_host() + y.copy_to_host(), 0).astype(np.float32))
-        nothing[1, 1](out)
-
     with pytest.raises(CheckFailed, match=r"`out` was written by a copy from the host .*not by your kernel") as failure:
-        grading.grade(grading.EXERCISE_1, on_the_host)
+        grading.grade(grading.EXERCISE_1, _on_the_host)
     assert "it copied `x` and `y` to the host first" in str(failure.value)
 
 
 @pytest.mark.parametrize("n", [2, 100, 1000])
 def test_a_result_copied_from_the_host_is_rejected_at_every_size_but_one_element(n):
     """The copy watch is off at n = 1 only, where a one-number helper array is as large as the problem."""
-    @cuda.jit
-    def nothing(out):
-        pass
-
-    def on_the_host(a, x, y, out):
-        out.copy_to_device(np.maximum(a * x.copy_to_host() + y.copy_to_host(), 0).astype(np.float32))
-        nothing[1, 1](out)
-
     with pytest.raises(CheckFailed, match=rf"`out` was written by a copy from the host .*{n} elements"):
-        grading.grade(grading.EXERCISE_1, on_the_host, sizes=(n,))
+        grading.grade(grading.EXERCISE_1, _on_the_host, sizes=(n,))
 
 
 def test_a_kernel_launched_on_host_copies_is_told_so_in_the_graders_words():
@@ -468,13 +464,6 @@ def test_an_access_past_the_end_seen_only_in_the_compiled_code_is_a_missing_guar
         grading._budget(grading.EXERCISE_5, ledger, 1000)
 
 
-@cuda.jit
-def _copy(x, out):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = x[i]
-
-
 def test_the_counters_own_copies_are_not_taken_for_the_students():
     """On a GPU the dynamic engine copies a launch's arrays to a simulator subprocess; the grader's
     watch of host copies must not blame the student for them (it once said `out` was copied)."""
@@ -483,7 +472,7 @@ def test_the_counters_own_copies_are_not_taken_for_the_students():
 
     x, out = cuda.to_device(np.ones(300, np.float32)), cuda.device_array(300, np.float32)
     with Copies({id(out): "out"}) as watch:
-        traffic._simulate_in_subprocess(_copy, 2, BLOCK_SIZE, (x, out), ["x", "out"])
+        traffic._simulate_in_subprocess(copy_kernel, 2, BLOCK_SIZE, (x, out), ["x", "out"])
     assert watch.copies == []
     with Copies({id(out): "out"}) as watch:
         out.copy_to_host()
@@ -720,7 +709,7 @@ def test_the_copy_watch_sees_copies_and_assignments_on_the_device_but_not_a_kern
         out[:100] = 0.0
         cuda.to_device(x, to=out)
         cuda.to_device(tmp)  # on a GPU the same array comes back: no copy
-        _copy[blocks_for(n), BLOCK_SIZE](x, out)
+        copy_kernel[blocks_for(n), BLOCK_SIZE](x, out)
     seen = [(c.direction, c.elements, c.how, c.target, c.source) for c in watch.copies]
     assert seen == [
         (ON_DEVICE, n, "out.copy_to_device(...)", "out", None),

@@ -24,6 +24,7 @@ from numba import cuda, float32
 import helpers  # noqa: F401
 from helpers.checks import CheckFailed
 from helpers.classroom import grading
+from helpers.classroom.reference import definitions_only
 from helpers.ledger import counting_engine
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
@@ -60,43 +61,31 @@ def _both(exercise, fn) -> tuple[tuple[bool, str], tuple[bool, str]]:
     return _verdict(exercise, fn, "dynamic"), _verdict(exercise, fn, "static")
 
 
-@pytest.mark.parametrize("path", WRONG, ids=[p.stem for p in WRONG])
-def test_a_wrong_solution_gets_the_same_verdict_from_both_engines(path):
+def _both_for_file(path: Path) -> tuple[tuple[bool, str], tuple[bool, str]]:
+    """Both engines' verdicts on the graded solution in ``path`` (``exN_*.py``: exercise N)."""
     module = _load(path, f"two_paths_{path.stem}")
     exercise = grading.EXERCISES[int(re.match(r"ex(\d+)_", path.name).group(1))]
-    dynamic, static = _both(exercise, getattr(module, exercise.function))
+    return _both(exercise, getattr(module, exercise.function))
+
+
+@pytest.mark.parametrize("path", WRONG, ids=[p.stem for p in WRONG])
+def test_a_wrong_solution_gets_the_same_verdict_from_both_engines(path):
+    dynamic, static = _both_for_file(path)
     assert dynamic == static
     assert not dynamic[0], f"{path.name} passed: {dynamic[1]}"
 
 
 @pytest.mark.parametrize("path", UNUSUAL, ids=[p.stem for p in UNUSUAL])
 def test_an_unusual_correct_solution_passes_on_both_engines_with_the_same_message(path):
-    module = _load(path, f"two_paths_{path.stem}")
-    exercise = grading.EXERCISES[int(re.match(r"ex(\d+)_", path.name).group(1))]
-    dynamic, static = _both(exercise, getattr(module, exercise.function))
+    dynamic, static = _both_for_file(path)
     assert dynamic == static
     assert dynamic[0], f"{path.name} failed: {dynamic[1]}"
-
-
-def _definitions_only(source: str) -> bool:
-    import ast
-
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
-
-    def definition(node: ast.stmt) -> bool:  # a definition, or a constant such as MAX_PARTIALS = 1024
-        return isinstance(node, kinds) or (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant))
-
-    return bool(tree.body) and all(definition(node) for node in tree.body)
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=[p.stem for p in SOURCES])
 def test_a_solution_passes_on_both_engines_with_the_same_message(source, tmp_path):
     notebook = release_exercises.make_release(source, "solution")
-    cells = [c.source for c in notebook.cells if c.cell_type == "code" and _definitions_only(c.source)]
+    cells = [c.source for c in notebook.cells if c.cell_type == "code" and definitions_only(c.source)]
     path = tmp_path / f"two_paths_solution_{source.stem}.py"
     path.write_text("\n\n\n".join(cells) + "\n")
     module = _load(path, path.stem)

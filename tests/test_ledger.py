@@ -8,6 +8,7 @@ import helpers
 from helpers import checks, pipeline
 from helpers.counting import CannotAttribute
 from helpers.ledger import Ledger, compare, counting_engine
+from helpers.lessons.inflight.kernels import copy_kernel
 from helpers.sizes import BLOCK_SIZE, blocks_for
 
 N = 300  # not a multiple of the block size: the last block is partly idle
@@ -269,13 +270,6 @@ def test_nested_ledgers_that_compare_equal_each_keep_recording(arrays):
         pipeline.run_fused(a, b, c, 2.0, out)
     pipeline.run_fused(a, b, c, 2.0, out)  # outside both: not recorded
     assert (len(inner.launches), len(outer.launches)) == (1, 2)
-
-
-@cuda.jit
-def copy_kernel(x, out):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = x[i]
 
 
 @pytest.mark.parametrize("engine", [

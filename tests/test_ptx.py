@@ -19,6 +19,7 @@ from helpers.counting.ptx import (
     count_global_accesses,
     describe_arg,
 )
+from corpus_support import shapes
 from engine_support import emulate_threads
 
 
@@ -28,14 +29,6 @@ def pick_one(a, b, first, out):
     if i < out.size:
         src = a if first else b
         out[i] = src[i]
-
-
-@cuda.jit
-def repeat_m_times(a, m, out):
-    i = cuda.grid(1)
-    if i < out.size:
-        for _ in range(m):
-            out[i] += a[i]
 
 
 def arrays(k=3, n=64):
@@ -64,7 +57,7 @@ def test_an_address_from_two_arrays_cannot_be_attributed():
 
 def test_a_loop_that_is_not_grid_stride_cannot_be_attributed():
     a, out = arrays(2)
-    counts = count_global_accesses(repeat_m_times, (a, 3, out))
+    counts = count_global_accesses(shapes.repeat_scalar_times, (a, 3, out))
     assert counts.unattributed and "not a grid-stride loop" in " ".join(counts.reasons())
 
 

@@ -32,7 +32,8 @@ def source_path(number: int, folder: Path = SOURCES) -> Path:
     return found[0]
 
 
-def _definitions_only(source: str) -> bool:
+def definitions_only(source: str) -> bool:
+    """Whether a cell holds only imports, definitions and constants (such as MAX_PARTIALS = 1024)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -51,7 +52,7 @@ def solution_code(path: Path) -> str:
             continue
         text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         text = "\n".join(line for line in text.split("\n") if line.strip() not in _MARKERS)
-        if _definitions_only(text):
+        if definitions_only(text):
             cells.append(text)
     return "\n\n\n".join(cells) + "\n"
 

@@ -5,10 +5,7 @@
 #                                             efficient fp32 and SDPA flash bf16
 #   results/<gpu>/reductions_attention_ncu.json   DRAM bytes of both attention pipelines (ncu)
 # Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/11_attention.sh
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-out=()
-[ -n "${OUT:-}" ] && out=(--out "$OUT")
-part() { local limit=$1; shift; echo "== $*"; timeout "$limit" python3 -m helpers.lessons.attention "$@" "${out[@]}"; echo "rc=$? ($*)"; }
+LESSON=attention
+source "$(dirname "$0")/lesson_parts.sh"
 part 43 attention
 if command -v ncu >/dev/null; then part 12 ncu-attention --length 4096 --heads 16 --limit 10; else echo "no ncu: DRAM bytes not profiled"; fi

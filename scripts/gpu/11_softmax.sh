@@ -5,9 +5,6 @@
 #                                             unfused / fused (row in registers) / online against
 #                                             torch.softmax, naive torch, torch.compile
 # Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/11_softmax.sh
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-out=()
-[ -n "${OUT:-}" ] && out=(--out "$OUT")
-part() { local limit=$1; shift; echo "== $*"; timeout "$limit" python3 -m helpers.lessons.softmax "$@" "${out[@]}"; echo "rc=$? ($*)"; }
+LESSON=softmax
+source "$(dirname "$0")/lesson_parts.sh"
 part 35 softmax

@@ -3,9 +3,6 @@
 #   results/<gpu>/reductions_adamw.json       AdamW on one 2^26 tensor and a list of 200:
 #                                             Numba fused / unfused against torch.optim.AdamW
 # Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/12_optimizer.sh
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-out=()
-[ -n "${OUT:-}" ] && out=(--out "$OUT")
-part() { local limit=$1; shift; echo "== $*"; timeout "$limit" python3 -m helpers.lessons.optimizer "$@" "${out[@]}"; echo "rc=$? ($*)"; }
+LESSON=optimizer
+source "$(dirname "$0")/lesson_parts.sh"
 part 30 adamw
