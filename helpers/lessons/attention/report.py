@@ -15,11 +15,6 @@ def committed() -> AttentionBench | None:
     return committed_record(AttentionBench)
 
 
-def committed_ncu() -> AttentionDram | None:
-    """The committed H200 Nsight Compute record of both pipelines' DRAM bytes, or None."""
-    return committed_record(AttentionDram)
-
-
 def attention_table(record: AttentionBench) -> str:
     """Time and TFLOP/s (4 L^2 d per head) per implementation and length."""
     return measurement_table(record.rows, ("L", "r", lambda row: row.length),

@@ -33,7 +33,7 @@ import numpy as np
 
 from helpers.backend import is_simulator
 from helpers.counting import is_array
-from helpers.launch_hook import KernelCall, Proceed, host_copy, on_launch
+from helpers.launch_hook import KernelCall, Proceed, on_launch
 from helpers.ledger import Ledger
 from helpers.harness.peers import Unavailable
 from helpers.timing import MIN_HOLD_US, hold_kernel, us_per_hold_iteration
@@ -131,16 +131,9 @@ def _check_pipeline(pipeline: Any, caller: str) -> None:
                         f"cannot take it: write the pipeline as {PIPELINE_SHAPE}") from None
 
 
-def check_capturable(kernel: str, args: tuple[Any, ...] | list[Any]) -> None:
-    """Raise :class:`NotCapturable` if a launch with these arguments cannot be recorded: a host array (or a
-    ``cuda.In``/``Out``/``InOut`` hint) is copied around the launch, with a wait a graph cannot record."""
-    if not isinstance(args, (tuple, list)):
-        raise TypeError(f"check_capturable needs the launch's arguments as a tuple or a list, got {type(args).__name__}")
-    _refuse_host_copies(kernel, args, [host_copy(arg)[1] for arg in args])
-
-
 def _refuse_host_copies(kernel: str, args: Sequence[Any], hosts: Sequence[str | None]) -> None:
-    """:func:`check_capturable`, given how Numba copies each argument (:func:`helpers.launch_hook.host_copy`)."""
+    """Raise :class:`NotCapturable` for an argument Numba copies around the launch (a host array, or one in a
+    ``cuda.In``/``Out``/``InOut`` hint, as :func:`helpers.launch_hook.host_copy` says): a graph cannot record it."""
     for position, (arg, host) in enumerate(zip(args, hosts), 1):
         where = f"argument {position} of {kernel}"
         if host == "array":

@@ -109,17 +109,6 @@ def regime_spans(sizes: Sequence[int], labels: Sequence[str]) -> list[tuple[str,
     return spans
 
 
-def describe_spans(spans: Sequence[tuple[str, int, int]]) -> str:
-    """``launch-bound 2^10..2^18, DRAM-bound 2^22..2^28`` (transitions left out)."""
-    parts = []
-    for label, first, last in spans:
-        if label == TRANSITION:
-            continue
-        where = power_label(first) if first == last else f"{power_label(first)}..{power_label(last)}"
-        parts.append(f"{label} {where}")
-    return ", ".join(parts) or "no clear regime"
-
-
 def has_timings(sweep: Sweep) -> bool:
     """False for a simulator sweep, which checks correctness and times nothing."""
     return bool(sweep.measurements)
