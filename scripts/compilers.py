@@ -362,10 +362,17 @@ def markdown(record: Compilers) -> str:
             times = [r.timings_ms.get(name, {}).get(str(n), float("nan")) for r in runs]
             rows.append(f"| {name}, n = 2^{int(np.log2(n))} | " + " | ".join(f"{t:.4f} ms" for t in times) + " |")
     rows.append("")
+    total = max(len(r.cells) for r in runs)
     for r in runs:
-        same = sum(c.same_as_committed for c in r.cells)
-        rows.append(f"- {r.compiler}: {same} of {len(r.cells)} checked cells of lessons "
-                    f"{', '.join(sorted({c.notebook[:2] for c in r.cells}))} print what is committed.")
+        same, unreached = sum(c.same_as_committed for c in r.cells), total - len(r.cells)
+        rows.append(f"- {r.compiler}: {same} of {total} checked cells of lessons "
+                    f"{', '.join(sorted({c.notebook[:2] for c in r.cells}))} print what is committed"
+                    + (f" ({unreached} not reached: a cell that raises stops its lesson)." if unreached else "."))
+    p = record.provenance
+    if p is not None:
+        rows += ["", f"Measured on an {p.device} (driver CUDA {p.cuda_driver}), {p.date[:10]}, Python {p.python}, "
+                 f"numba {p.versions.get('numba')}, numpy {p.versions.get('numpy')}; the compilers' versions head "
+                 "the first table."]
     return "\n".join(rows)
 
 
