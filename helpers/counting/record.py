@@ -147,12 +147,6 @@ class ArgType:
     ndim: int = 0
     layout: str = "C"
 
-    @property
-    def n_params(self) -> int:
-        """PTX parameters Numba flattens the argument into (an array: meminfo, parent, nitems, itemsize,
-        data, shape[ndim], strides[ndim])."""
-        return 5 + 2 * self.ndim if self.kind == "array" else 1
-
     def to_numba(self) -> Any:
         from numba import types
 

@@ -15,7 +15,6 @@ from ..record import DATA_BRANCH, DATA_INDEX, ArgType, CannotAttribute, array_la
 from .compile import compile_ptx, describe_arg
 from .parse import Instruction, Program, access_bytes, parse
 
-_ARRAY_DATA_FIELD = 4  # an array's data pointer, among the parameters it is flattened into (ArgType.n_params)
 _DATA = -1
 """Taint marker: the value was loaded from global memory (so an address using it is data-dependent)."""
 _REG = re.compile(r"%[a-z]+\d*")
