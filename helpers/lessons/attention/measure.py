@@ -25,8 +25,10 @@ from helpers.lessons.dram import ncu
 from helpers.lessons.softmax.measure import (Implementation, checked_output, gpu_torch, keeper, measure_sizes,
                                              plots_command, quick_option)
 from helpers.lessons.softmax.record import Measured
+from helpers.timing import time_gpu
 
 from . import kernels as attention
+from . import tiled
 from .record import AttentionBench, AttentionDram, AttentionRow, KernelDram
 from .report import attention_table, dram_table, save_plot
 
@@ -61,6 +63,21 @@ def flash_configs() -> list[attention.FlashConfig]:  # the block shapes timed
             attention.FlashConfig(64, 64, 1, 2), attention.FlashConfig(128, 64, 4, 2)]
 
 
+def tiled_configs(d: int) -> list[tiled.TiledConfig]:  # the register-tiled shapes timed
+    if is_simulator():
+        return [tiled.default_tiled_config(d)]
+    shapes = [(64, 32, 4, 4), (64, 16, 4, 2), (32, 32, 4, 4), (64, 32, 8, 4), (64, 32, 4, 8), (128, 16, 8, 2)]
+    found = []
+    for shape in shapes:
+        config = tiled.TiledConfig(*shape)
+        try:
+            config.check(d)
+        except ValueError:
+            continue  # a shape this head size cannot use
+        found.append(config)
+    return found
+
+
 def numba_implementations(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray, bool], float],
                           unfused: bool) -> list[Implementation]:
     """The fused kernel at each block shape, causal, and the unfused pipeline (S and P in memory)."""
@@ -72,6 +89,10 @@ def numba_implementations(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray
          lambda cfg=cfg: attention.run_fused(dq, dk, dv, out, False, cfg), False,
          attention.flash_kernel(d, cfg, False), cfg.block_q) for cfg in flash_configs()]
     runs.append(("numba fused causal", lambda: attention.run_fused(dq, dk, dv, out, True), True, None, None))
+    runs += [(f"numba tiled q{c.block_q}/k{c.block_k}/r{c.rows}x{c.keys}",
+              lambda c=c: tiled.run_tiled(dq, dk, dv, out, False, c), False, tiled.tiled_kernel(d, c, False),
+              c.threads()) for c in tiled_configs(d)]
+    runs.append(("numba tiled causal", lambda: tiled.run_tiled(dq, dk, dv, out, True), True, None, None))
     if unfused:
         s, p = attention.unfused_buffers(bh, length)
         runs.append(("numba unfused (S, P in memory)", lambda: attention.run_unfused(dq, dk, dv, s, p, out), False,
@@ -109,11 +130,22 @@ def torch_implementations(torch: Any, qkv: Sequence[np.ndarray], batch: int, hea
                            tol, note) for name, fn, tol, note in runs]
 
 
+def sgemm_rate(torch: Any, n: int = 8192) -> float | None:
+    """cuBLAS's FP32 rate (TF32 off) on an n x n x n product, in FLOP/s: the FP32 units' practical ceiling."""
+    if torch is None:
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    a, b = (torch.randn(n, n, device="cuda") for _ in range(2))
+    timing = time_gpu(lambda: a @ b, label="cuBLAS SGEMM", repeats=10, warmup=2)
+    return None if timing is None else 2.0 * n ** 3 / (timing.median_ms * 1e-3)
+
+
 def bench_attention(lengths: Sequence[int], batch: int, heads: int, d: int = HEAD_DIM, repeats: int = 5,
                     unfused: bool = True, keep: Callable[[AttentionBench], object] | None = None) -> AttentionBench:
     """Every attention at every length, checked (first at an odd length) then timed; ``keep(record)`` after each."""
     torch = gpu_torch()
-    bench = AttentionBench(peak_fp32_flops=None if is_simulator() else peak_fp32_flops())
+    bench = AttentionBench(peak_fp32_flops=None if is_simulator() else peak_fp32_flops(),
+                           sgemm_fp32_flops=None if is_simulator() else sgemm_rate(torch))
     rng = np.random.default_rng()
     bh = batch * heads
 

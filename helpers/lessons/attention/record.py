@@ -23,6 +23,7 @@ class AttentionRow:
 class AttentionBench(results.Record, schema="reductions_attention", version=1):
     peak_fp32_flops: float | None
     rows: list[AttentionRow] = field(default_factory=list)
+    sgemm_fp32_flops: float | None = None  # cuBLAS, TF32 off, measured in the same run
 
 
 @dataclass

@@ -1,0 +1,347 @@
+"""Fused attention with register tiling: fusion removed the bytes; instruction efficiency is next.
+
+:func:`make_flash_attention_kernel` gives each thread one query row, so every multiply-add
+of ``Q K^T`` and of ``P V`` needs a value read from shared memory.  Here each thread owns a
+small block of the work and reuses what it reads:
+
+* **Scores.** A block of ``block_q`` query rows and ``block_k`` keys is split into
+  ``rows x keys`` micro-tiles.  Per four head columns a thread reads four floats of each of
+  its rows of Q and of each of its keys (16-byte shared loads), then does ``rows x keys x 4``
+  multiply-adds from registers.
+* **Online softmax in registers.** A query row's scores live in the registers of
+  ``block_k / keys`` neighbouring lanes of one warp; the row maximum and the final sum are
+  combined with warp shuffles, never through memory.
+* **Output.** The probabilities go through a shared tile ``P`` (this block's only copy), and
+  each thread accumulates ``rows x (d / lanes per row)`` outputs, again from 16-byte reads.
+
+Threads of one row group read one address (a broadcast), and rows are padded by four
+floats, so the 16-byte shared reads have no bank conflicts.  Q, K and V tiles are staged
+from global memory with 16-byte loads, which needs 16-byte-aligned arrays.
+
+Scores are computed in base 2: ``Q`` is scaled by ``log2(e) / sqrt(d)`` as it is staged, so
+``exp(x)`` becomes ``exp2(x')``, one hardware instruction.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32
+
+from helpers.backend import COMPILER, is_simulator
+from helpers.checks import poisoned
+from helpers.ledger import Ledger
+from helpers.lessons.roofline.kernels import load4, require_aligned, store4
+from helpers.validate import require_flag, require_whole
+
+from .kernels import SHARED_ALIGN, _require_qkv
+
+SHARED_BYTES = 48 * 1024  # the static shared memory a block may hold without opting in
+WARP = 32
+
+
+if is_simulator():
+
+    def lane_xor(x, offset, scratch):
+        """The value ``x`` of lane ``lane ^ offset`` (the simulator has no warp shuffles: shared memory)."""
+        t = cuda.threadIdx.x
+        cuda.syncthreads()
+        scratch[t] = x
+        cuda.syncthreads()
+        return scratch[t ^ offset]
+
+else:
+
+    @cuda.jit(device=True, inline="always")
+    def lane_xor(x, offset, scratch):
+        """The value ``x`` of lane ``lane ^ offset`` of this warp: one shuffle."""
+        return cuda.shfl_xor_sync(0xFFFFFFFF, x, offset)
+
+
+class TiledUnavailable(RuntimeError):
+    """The tiled kernel cannot run with this compiler."""
+
+
+@dataclass(frozen=True)
+class TiledConfig:
+    """A block of ``block_q`` query rows x ``block_k`` keys; each thread ``rows`` rows x ``keys`` keys."""
+
+    block_q: int = 64
+    block_k: int = 32
+    rows: int = 4
+    keys: int = 4
+
+    def __post_init__(self) -> None:
+        for name in ("block_q", "block_k", "rows", "keys"):
+            require_whole(name, getattr(self, name), high=1024)
+
+    def lanes_per_row(self) -> int:
+        return self.block_k // self.keys
+
+    def threads(self) -> int:
+        return (self.block_q // self.rows) * self.lanes_per_row()
+
+    def shared_floats(self, d: int) -> int:
+        """Q and K tiles (rows padded by 4), the V tile and the P tile (padded by 4)."""
+        return (self.block_q + self.block_k) * (d + 4) + self.block_k * d + self.block_q * (self.block_k + 4)
+
+    def check(self, d: int) -> None:
+        """Raise ``ValueError`` naming the rule a shape breaks for head size ``d``."""
+        lanes = self.lanes_per_row()
+        rules = [
+            (self.block_q % self.rows == 0, f"block_q ({self.block_q}) must be a multiple of rows ({self.rows})"),
+            (self.block_k % self.keys == 0, f"block_k ({self.block_k}) must be a multiple of keys ({self.keys})"),
+            (self.block_k % 4 == 0, f"block_k ({self.block_k}) must be a multiple of 4 (16-byte reads of P)"),
+            (lanes <= WARP and WARP % lanes == 0,
+             f"block_k / keys ({lanes}) lanes share a row: it must divide {WARP}, one warp"),
+            (d % (4 * lanes) == 0,
+             f"d ({d}) must be a multiple of 4 x {lanes}: each of a row's {lanes} lanes keeps whole float4s of it"),
+            (self.threads() % WARP == 0 and self.threads() <= 1024,
+             f"the block has {self.threads()} threads: it must be whole warps, at most 1024"),
+            (4 * self.shared_floats(d) <= SHARED_BYTES,
+             f"the tiles need {4 * self.shared_floats(d):,} bytes of shared memory, over the "
+             f"{SHARED_BYTES:,} a block holds without opting in: use smaller blocks for d = {d}"),
+        ]
+        for holds, message in rules:
+            if not holds:
+                raise ValueError(message)
+
+
+def default_tiled_config(d: int) -> TiledConfig:
+    """A shape that fits ``d``'s tiles in 48 KB with whole warps (not yet chosen by measurement)."""
+    if d >= 128:
+        return TiledConfig(32, 16, 4, 2)
+    if d >= 32:
+        return TiledConfig(64, 32, 4, 4)
+    if d >= 16:
+        return TiledConfig(64, 32, 4, 8)
+    return TiledConfig(64, 16, 4, 8) if d >= 8 else TiledConfig(32, 8, 1, 8)
+
+
+def make_tiled_attention_kernel(head_dim, block_q, block_k, rows, keys, causal):
+    """The register-tiled fused kernel for one head size, block shape and masking."""
+    D, BQ, BK, TM, TN = head_dim, block_q, block_k, rows, keys  # compile-time constants
+    CG = BK // TN  # lanes sharing a query row, next to each other in one warp
+    RG = BQ // TM  # row groups
+    TD = D // CG  # output columns per thread, as TD // 4 float4s
+    THREADS, D4, QS4, PS4 = RG * CG, D // 4, (D + 4) // 4, (BK + 4) // 4  # row strides in float4s
+    NEG = float32(-math.inf)
+    SCRATCH = THREADS if is_simulator() else 1
+    Q_SIZE, K_SIZE, V_SIZE, P_SIZE = BQ * (D + 4), BK * (D + 4), BK * D, BQ * (BK + 4)  # floats
+    S_SIZE, ACC_SIZE, TM4, TN4 = TM * TN, TM * TD, 4 * TM, 4 * TN
+
+    @cuda.jit(device=True, inline="always")
+    def stage(src, tile, row0, rows_here, length, scale, padded):
+        """Copy ``rows_here`` rows of one head from ``row0`` into ``tile``, 16 bytes a load; zeros past the end."""
+        stride = QS4 if padded else D4
+        for e in range(cuda.threadIdx.x, rows_here * D4, THREADS):
+            r, c4 = e // D4, e % D4
+            x0 = x1 = x2 = x3 = float32(0)
+            if row0 + r < length:
+                x0, x1, x2, x3 = load4(src, (row0 + r) * D4 + c4)
+            store4(tile, r * stride + c4, x0 * scale, x1 * scale, x2 * scale, x3 * scale)
+
+    @cuda.jit(device=True, inline="always")
+    def row_max(x, scratch):
+        off = CG // 2
+        while off > 0:
+            x = max(x, lane_xor(x, off, scratch))
+            off //= 2
+        return x
+
+    @cuda.jit(device=True, inline="always")
+    def row_sum(x, scratch):
+        off = CG // 2
+        while off > 0:
+            x += lane_xor(x, off, scratch)
+            off //= 2
+        return x
+
+    @cuda.jit(device=True, inline="always")
+    def scores(q_s, k_s, s, ty, tx):
+        """s[r, n] = Q[row r] . K[key n], four columns at a time from registers."""
+        qf = cuda.local.array(TM4, float32)
+        kf = cuda.local.array(TN4, float32)
+        for i in range(TM * TN):
+            s[i] = float32(0)
+        for c4 in range(D4):
+            for r in range(TM):
+                qf[4 * r], qf[4 * r + 1], qf[4 * r + 2], qf[4 * r + 3] = load4(q_s, (ty + RG * r) * QS4 + c4)
+            for n in range(TN):
+                kf[4 * n], kf[4 * n + 1], kf[4 * n + 2], kf[4 * n + 3] = load4(k_s, (tx + CG * n) * QS4 + c4)
+            for r in range(TM):
+                for n in range(TN):
+                    a = s[r * TN + n]
+                    for i in range(4):
+                        a += qf[4 * r + i] * kf[4 * n + i]
+                    s[r * TN + n] = a
+
+    @cuda.jit(device=True, inline="always")
+    def softmax_step(s, m, total, acc, p_s, scratch, ty, tx, q0, start, length, masked):
+        """Mask, update each row's running max and sum, rescale its outputs, write P."""
+        for r in range(TM):
+            row = q0 + ty + RG * r
+            top = NEG
+            for n in range(TN):
+                key = start + tx + CG * n
+                if masked and (key >= length or (causal and key > row)):
+                    s[r * TN + n] = NEG
+                top = max(top, s[r * TN + n])
+            m_new = max(m[r], row_max(top, scratch))
+            correction = math.exp2(m[r] - m_new)  # 0 on the first tile, where m is -inf
+            m[r] = m_new
+            part = float32(0)
+            for n in range(TN):
+                p = math.exp2(s[r * TN + n] - m_new)  # 0 for a masked key
+                part += p
+                p_s[(ty + RG * r) * (BK + 4) + tx + CG * n] = p
+            total[r] = total[r] * correction + part  # this lane's keys only: summed over the row at the end
+            for e in range(TD):
+                acc[r * TD + e] *= correction
+
+    @cuda.jit(device=True, inline="always")
+    def weighted_sum(p_s, v_s, acc, ty, tx):
+        """acc[r, :] += P[row r, j] V[j, :] over the tile's keys, four keys at a time."""
+        pf = cuda.local.array(TM4, float32)
+        for j4 in range(BK // 4):
+            for r in range(TM):
+                pf[4 * r], pf[4 * r + 1], pf[4 * r + 2], pf[4 * r + 3] = load4(p_s, (ty + RG * r) * PS4 + j4)
+            for jj in range(4):
+                for ch in range(TD // 4):
+                    v0, v1, v2, v3 = load4(v_s, (4 * j4 + jj) * D4 + tx + CG * ch)
+                    for r in range(TM):
+                        p = pf[4 * r + jj]
+                        base = r * TD + 4 * ch
+                        acc[base] += p * v0
+                        acc[base + 1] += p * v1
+                        acc[base + 2] += p * v2
+                        acc[base + 3] += p * v3
+
+    @cuda.jit
+    def tiled_attention_kernel(q, k, v, out, length, scale):
+        # q, k, v, out: one head after another, flattened: (heads * length * D,), 16-byte aligned
+        ty, tx = cuda.threadIdx.x // CG, cuda.threadIdx.x % CG
+        qb = cuda.gridDim.x - 1 - cuda.blockIdx.x if causal else cuda.blockIdx.x  # causal: longest blocks first
+        q0, head = qb * BQ, cuda.blockIdx.y * length  # first query row; first row of this head
+        q_s = cuda.shared.array(Q_SIZE, float32, alignment=SHARED_ALIGN)
+        k_s = cuda.shared.array(K_SIZE, float32, alignment=SHARED_ALIGN)
+        v_s = cuda.shared.array(V_SIZE, float32, alignment=SHARED_ALIGN)
+        p_s = cuda.shared.array(P_SIZE, float32, alignment=SHARED_ALIGN)
+        scratch = cuda.shared.array(SCRATCH, float32)  # the simulator's stand-in for warp shuffles
+        s = cuda.local.array(S_SIZE, float32)
+        acc = cuda.local.array(ACC_SIZE, float32)
+        m = cuda.local.array(TM, float32)
+        total = cuda.local.array(TM, float32)
+        for r in range(TM):
+            m[r], total[r] = NEG, float32(0)
+        for e in range(TM * TD):
+            acc[e] = float32(0)
+        stage(q, q_s, head + q0, BQ, head + length, scale, True)
+        keys = min(length, q0 + BQ) if causal else length
+        for start in range(0, keys, BK):
+            stage(k, k_s, head + start, BK, head + length, float32(1), True)
+            stage(v, v_s, head + start, BK, head + length, float32(1), False)
+            cuda.syncthreads()
+            scores(q_s, k_s, s, ty, tx)
+            masked = start + BK > length or (causal and start + BK - 1 > q0)  # the same for the whole block
+            softmax_step(s, m, total, acc, p_s, scratch, ty, tx, q0, start, length, masked)
+            cuda.syncthreads()
+            weighted_sum(p_s, v_s, acc, ty, tx)
+            cuda.syncthreads()  # before the next tiles overwrite K, V and P
+        for r in range(TM):
+            inverse = float32(1) / row_sum(total[r], scratch)
+            row = q0 + ty + RG * r
+            if row < length:
+                for ch in range(TD // 4):
+                    e = r * TD + 4 * ch
+                    store4(out, (head + row) * D4 + tx + CG * ch,
+                           acc[e] * inverse, acc[e + 1] * inverse, acc[e + 2] * inverse, acc[e + 3] * inverse)
+
+    return tiled_attention_kernel
+
+
+_tiled: dict[tuple[int, TiledConfig, bool], Any] = {}
+
+
+def tiled_kernel(head_dim: int, config: TiledConfig, causal: bool) -> Any:
+    """The tiled kernel for this head size, shape and masking (compiled once each)."""
+    head_dim, causal = require_whole("head_dim", head_dim), require_flag("causal", causal)
+    config.check(head_dim)
+    key = (head_dim, config, causal)
+    if key not in _tiled:
+        _tiled[key] = make_tiled_attention_kernel(head_dim, config.block_q, config.block_k, config.rows,
+                                                  config.keys, causal)
+    return _tiled[key]
+
+
+def run_tiled(q: Any, k: Any, v: Any, out: Any, causal: bool = False, config: TiledConfig | None = None) -> None:
+    """One launch of the register-tiled kernel; allocates nothing.  The arrays must be contiguous and
+    16-byte aligned (fresh device arrays are)."""
+    if COMPILER[0]:
+        raise TiledUnavailable(f"the tiled kernel's 16-byte accesses are llvmlite @intrinsics, which "
+                               f"{COMPILER[0]} cannot lower")
+    heads, length, d = _require_qkv(q, k, v, out)
+    causal = require_flag("causal", causal)
+    config = config or default_tiled_config(d)
+    if not isinstance(config, TiledConfig):
+        raise TypeError(f"`config` must be a TiledConfig, got {type(config).__name__}")
+    kernel = tiled_kernel(d, config, causal)
+    for name, a in (("q", q), ("k", k), ("v", v), ("out", out)):
+        if not is_simulator() and not a.is_c_contiguous():
+            raise ValueError(f"`{name}` must be C-contiguous: the tiled kernel reads it as one flat array")
+    require_aligned({"q": q, "k": k, "v": v, "out": out})
+    if heads == 0 or length == 0:
+        return
+    q, k, v, out = (a.reshape(heads * length * d) for a in (q, k, v, out))  # one head after another
+    blocks = ((length + config.block_q - 1) // config.block_q, heads)
+    kernel[blocks, config.threads()](q, k, v, out, length, float32(math.log2(math.e) / math.sqrt(d)))
+
+
+def attention_flops(heads: int, length: int, d: int, causal: bool) -> int:
+    """Multiply-adds of ``Q K^T`` and ``P V``, two flops each: ``4 d`` per (query, key) pair computed.
+
+    Causal attention computes only the pairs with key <= query: ``L (L + 1) / 2`` of ``L^2``.
+    """
+    pairs = length * (length + 1) // 2 if causal else length * length
+    return 4 * d * heads * pairs
+
+
+def count_tiled(heads: int = 1, length: int = 40, d: int = 16, causal: bool = False,
+                shape: tuple[int, int, int, int] = (32, 16, 2, 4)) -> list[Ledger]:
+    """The tiled kernel once on random inputs, in a ledger (for :meth:`Ledger.counted_in_simulator`)."""
+    rng = np.random.default_rng()
+    q, k, v = (cuda.to_device(rng.standard_normal((heads, length, d)).astype(np.float32)) for _ in range(3))
+    out = poisoned(heads * length * d).reshape(heads, length, d)
+    with Ledger(f"tiled causal={causal}") as ledger:
+        run_tiled(q, k, v, out, causal, TiledConfig(*shape))
+    return [ledger]
+
+
+def tiled_traffic(heads: int, length: int, d: int, causal: bool, config: TiledConfig) -> dict[str, int]:
+    """Bytes per array as the ledger counts them: Q and O once; K and V once for each block of query
+    rows, up to the block's last key (causal: its last row) or the end of the sequence."""
+    read = 0
+    for q0 in range(0, length, config.block_q):
+        keys = min(length, q0 + config.block_q) if causal else length
+        read += min(length, math.ceil(keys / config.block_k) * config.block_k)
+    return {"q": 4 * heads * length * d, "k": 4 * heads * read * d, "v": 4 * heads * read * d,
+            "out": 4 * heads * length * d}
+
+
+def compile_request(request: dict[str, Any]) -> dict[str, str]:
+    """PTX of the tiled kernel for each ``[d, causal, block_q, block_k, rows, keys]`` in ``request["shapes"]``
+    (run with the real compiler by ``helpers.counting.other_backend``; no GPU needed)."""
+    from numba import types
+
+    array = types.Array(types.float32, 1, "C")
+    out: dict[str, str] = {}
+    for d, causal, *shape in request["shapes"]:
+        kernel = make_tiled_attention_kernel(d, *shape, bool(causal))
+        ptx, _ = cuda.compile_ptx(kernel.py_func, (array, array, array, array, types.int64, types.float32),
+                                  cc=tuple(request["cc"]))
+        out[json.dumps([d, causal, *shape])] = ptx
+    return out
