@@ -1,4 +1,4 @@
-"""The register-tiled fused attention: float64 answers at awkward shapes, its counts, its refusals, its PTX."""
+"""The register-tiled and tensor-core fused attention: float64 answers at awkward shapes, counts, refusals, PTX."""
 
 import json
 
@@ -6,11 +6,14 @@ import numpy as np
 import pytest
 from numba import cuda
 
+import helpers
+
 from helpers.backend import COMPILER
 from helpers.checks import poisoned
 from helpers.counting.other_backend import run_under
 from helpers.ledger import Ledger
 from helpers.lessons.attention import kernels as at
+from helpers.lessons.attention import tensor_cores as tc
 from helpers.lessons.attention import tiled
 
 
@@ -97,3 +100,82 @@ def test_the_compiled_kernel_keeps_its_tiles_in_registers_and_reads_16_bytes_at_
         assert ptx.count("ld.shared.v4.f32") >= 20
         for opcode in ("ld.global.v4.f32", "st.global.v4.f32", "st.shared.v4.f32", "shfl.sync.bfly", "ex2.approx"):
             assert opcode in ptx, f"{shape}: no {opcode}"
+
+
+# --- TF32 tensor cores ------------------------------------------------------------------------------
+
+if helpers.is_simulator():  # the emulated mma.sync is slow: two small shapes that still cross tiles and rows
+    TENSOR_CORE_CASES = [(1, 20, 16, False, (1, 16, 1)), (1, 20, 16, True, (1, 16, 3))]
+else:  # a GPU runs the real instruction at every awkward shape
+    TENSOR_CORE_CASES = [(2, length, d, causal, (4, 64 if d < 128 else 32, passes))
+                         for length in (1, 77, 1000) for d in (16, 32, 64, 128)
+                         for causal in (False, True) for passes in (1, 3)]
+
+
+@pytest.mark.parametrize("heads, length, d, causal, shape", TENSOR_CORE_CASES)
+def test_tensor_core_attention_matches_float64(heads, length, d, causal, shape):
+    """One TF32 pass within 2e-3 of the largest output; three passes (3xTF32) within 1e-5, as float32 is."""
+    q, k, v = inputs(heads, length, d)
+    out = poisoned(heads * length * d).reshape(heads, length, d)
+    config = tc.TensorCoreConfig(*shape)
+    tc.run_tensor_cores(*(cuda.to_device(a) for a in (q, k, v)), out, causal=causal, config=config)
+    got = out.copy_to_host()
+    assert not np.isnan(got).any(), "a poisoned output element was never written"
+    assert relative_error(got, at.reference(q, k, v, causal)) < (1e-5 if config.passes == 3 else 2e-3)
+
+
+@pytest.mark.skipif(helpers.is_simulator(), reason="a GPU runs the tiled kernel at every awkward shape")
+@pytest.mark.parametrize("length", [1, 77, 1000])
+@pytest.mark.parametrize("d", [16, 32, 64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_tiled_matches_float64_at_every_awkward_shape_on_a_gpu(length, d, causal):
+    q, k, v = inputs(2, length, d)
+    out = poisoned(2 * length * d).reshape(2, length, d)
+    tiled.run_tiled(*(cuda.to_device(a) for a in (q, k, v)), out, causal=causal)
+    assert relative_error(out.copy_to_host(), at.reference(q, k, v, causal)) < 1e-5
+
+
+def test_tf32_rounds_to_ten_mantissa_bits():
+    """1 + 2^-11 is halfway between two TF32 numbers and rounds away from zero; 1 + 2^-12 rounds down."""
+    x = cuda.to_device(np.array([1 + 2.0 ** -11, 1 + 2.0 ** -12, -(1 + 2.0 ** -11), 3.0], np.float32))
+    got = cuda.device_array(4, np.float32)
+    round_all[1, 4](x, got)
+    assert got.copy_to_host().tolist() == [1 + 2.0 ** -10, 1.0, -(1 + 2.0 ** -10), 3.0]
+
+
+@cuda.jit
+def round_all(x, out):
+    i = cuda.threadIdx.x
+    out[i] = tc.tf32(x[i])
+
+
+@pytest.mark.parametrize("shape, d, words", [
+    ((4, 64, 1), 24, "multiple of 16"),
+    ((4, 24, 1), 64, "block_k \\(24\\) must be a multiple of 16"),
+    ((4, 128, 1), 64, "shared memory"),
+])
+def test_a_tensor_core_shape_the_kernel_cannot_run_is_refused_by_its_rule(shape, d, words):
+    with pytest.raises(ValueError, match=words):
+        tc.tensor_core_kernel(d, tc.TensorCoreConfig(*shape), False)
+    with pytest.raises(ValueError, match="passes must be 1"):
+        tc.TensorCoreConfig(4, 64, 2)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_ledger_counts_the_tensor_core_kernel_like_the_tiled_one(causal):
+    """16 query rows per block of one warp and 16-key tiles: the same reads as a tiled kernel of that shape."""
+    [ledger] = Ledger.counted_in_simulator(tc.count_tensor_cores, heads=1, length=40, d=16, causal=causal)
+    assert ledger.bytes_by_array() == tiled.tiled_traffic(1, 40, 16, causal, tiled.TiledConfig(16, 16, 4, 4))
+
+
+@pytest.mark.skipif(bool(COMPILER[0]), reason="the PTX is numba-cuda's")
+def test_the_tensor_core_kernel_compiles_to_mma_sync_with_its_fragments_in_registers():
+    """Every 16 x 8 x 8 product is one mma.sync, three for 3xTF32, fully unrolled, with no local memory.
+    d = 64 and 64-key tiles: 64 products for Q K^T and 64 for P V per tile; 32-key tiles: 32 and 32, x 3."""
+    shapes = [[64, 0, 4, 64, 1], [64, 1, 4, 32, 3]]
+    compiled = run_under("compiler", "helpers.lessons.attention.tensor_cores:compile_request",
+                         {"shapes": shapes, "cc": [9, 0]})
+    for shape, products in zip(shapes, (128, 192)):
+        ptx = compiled[json.dumps(shape)]
+        assert ptx.count("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") == products
+        assert ".local" not in ptx and "cvt.rna.tf32.f32" in ptx

@@ -46,6 +46,7 @@ WARP = 32
 
 if is_simulator():
 
+    @cuda.jit(device=True)  # a device function, so that the simulator gives it its thread's `cuda`
     def lane_xor(x, offset, scratch):
         """The value ``x`` of lane ``lane ^ offset`` (the simulator has no warp shuffles: shared memory)."""
         t = cuda.threadIdx.x

@@ -1,0 +1,362 @@
+"""Tensor cores from Numba: one TF32 ``mma.sync``, from its fragments up, and fused attention on it.
+
+numba-cuda has no tensor-core API, but an ``@intrinsic`` can emit one PTX instruction.
+:func:`mma_tf32` is ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``: the 32 lanes
+of a warp together multiply a 16 x 8 matrix A by an 8 x 8 matrix B and add a 16 x 8
+matrix C, each lane holding a few elements of each (its *fragments*).  With
+``g = lane // 4`` and ``t = lane % 4``:
+
+==========  ==========================================================
+A (16 x 8)  ``a0 = A[g, t]``, ``a1 = A[g + 8, t]``, ``a2 = A[g, t + 4]``, ``a3 = A[g + 8, t + 4]``
+B (8 x 8)   ``b0 = B[t, g]``, ``b1 = B[t + 4, g]``
+C, D        ``c0 = C[g, 2t]``, ``c1 = C[g, 2t + 1]``, ``c2 = C[g + 8, 2t]``, ``c3 = C[g + 8, 2t + 1]``
+==========  ==========================================================
+
+The inputs are TF32: a float32 with its mantissa rounded to 10 bits (:func:`tf32`, one
+``cvt.rna.tf32.f32``).  The sum is float32.  Three products recover float32 accuracy
+("3xTF32"): split ``x = big + small`` with ``big = tf32(x)`` and ``small = tf32(x - big)``;
+then ``a b ~ big_a big_b + big_a small_b + small_a big_b``.
+
+In the CUDA simulator the instruction does not exist: :func:`mma_tf32` is emulated there,
+lane by lane from the table above, so the simulator checks the kernels' indexing; only a
+GPU runs the real instruction.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32
+
+from helpers.backend import COMPILER, is_simulator
+from helpers.checks import poisoned
+from helpers.ledger import Ledger
+from helpers.lessons.roofline.kernels import load4, require_aligned, store4
+from helpers.validate import require_flag, require_whole
+
+from .kernels import SHARED_ALIGN, _require_qkv
+from .tiled import SHARED_BYTES, TiledUnavailable, lane_xor
+
+if is_simulator():
+    _posted: dict[tuple[int, ...], tuple[float, ...]] = {}
+
+    def tf32(x):  # type: ignore[no-redef]
+        """``x`` rounded to TF32 (10 mantissa bits, ties away from zero), as ``cvt.rna.tf32.f32`` does."""
+        bits = np.array([x], dtype=np.float32).view(np.uint32)
+        return np.float32(((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)[0])
+
+    @cuda.jit(device=True)  # a device function, so that the simulator gives it its thread's `cuda`
+    def mma_tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):  # type: ignore[no-redef]
+        """The simulator's stand-in for one warp's ``mma.sync``: every lane posts its fragments, then reads
+        the rows of A and the columns of B its four results need (the whole block must call it together)."""
+        block = (cuda.blockIdx.x, cuda.blockIdx.y, cuda.blockIdx.z)
+        me = cuda.threadIdx.x
+        cuda.syncthreads()
+        _posted[(*block, me)] = tuple(float(x) for x in (a0, a1, a2, a3, b0, b1))
+        cuda.syncthreads()
+        lane = me % 32
+        warp, g, t = me - lane, lane // 4, lane % 4
+
+        def a(row, col):  # A[row, col]: lane 4 (row % 8) + col % 4 holds it
+            held = _posted[(*block, warp + 4 * (row % 8) + col % 4)]
+            return held[(row >= 8) + 2 * (col >= 4)]
+
+        def b(row, col):  # B[row, col]: lane 4 col + row % 4 holds it
+            return _posted[(*block, warp + 4 * col + row % 4)][4 + (row >= 4)]
+
+        out = []
+        for c, row, col in ((c0, g, 2 * t), (c1, g, 2 * t + 1), (c2, g + 8, 2 * t), (c3, g + 8, 2 * t + 1)):
+            out.append(np.float32(float(c) + sum(a(row, kk) * b(kk, col) for kk in range(8))))
+        cuda.syncthreads()
+        return out[0], out[1], out[2], out[3]
+
+else:
+    from llvmlite import ir
+    from numba.core import types
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def tf32(typingctx: Any, x: Any) -> Any:
+        """``x`` rounded to TF32: ``cvt.rna.tf32.f32``, its bits read back as a float32."""
+
+        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+            rounded = builder.call(ir.InlineAsm(ir.FunctionType(ir.IntType(32), [ir.FloatType()]),
+                                                "cvt.rna.tf32.f32 $0, $1;", "=r,f"), [args[0]])
+            return builder.bitcast(rounded, ir.FloatType())
+
+        return types.float32(types.float32), codegen
+
+    # >>> the instruction: ten float32 registers in, four out
+    @intrinsic
+    def mma_tf32(typingctx: Any, a0: Any, a1: Any, a2: Any, a3: Any, b0: Any, b1: Any,
+                 c0: Any, c1: Any, c2: Any, c3: Any) -> Any:
+        """D = A B + C for one warp: ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``."""
+        result = types.UniTuple(types.float32, 4)
+
+        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+            f32, i32 = ir.FloatType(), ir.IntType(32)
+            operands = [builder.bitcast(x, i32) for x in args[:6]] + list(args[6:])  # A, B as bits: "r"
+            asm = ir.InlineAsm(ir.FunctionType(ir.LiteralStructType([f32] * 4), [i32] * 6 + [f32] * 4),
+                               "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                               "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
+                               "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f")
+            d = builder.call(asm, operands)
+            return context.make_tuple(builder, result, [builder.extract_value(d, i) for i in range(4)])
+
+        return result(*([types.float32] * 10)), codegen
+
+
+@dataclass(frozen=True)
+class TensorCoreConfig:
+    """``warps`` warps of 16 query rows each; key tiles of ``block_k``; 1 or 3 TF32 passes."""
+
+    warps: int = 4
+    block_k: int = 64
+    passes: int = 1
+
+    def __post_init__(self) -> None:
+        require_whole("warps", self.warps, high=32)
+        require_whole("block_k", self.block_k, high=1024)
+        if self.passes not in (1, 3):
+            raise ValueError(f"passes must be 1 (TF32) or 3 (3xTF32, float32 accuracy), got {self.passes}")
+
+    def shared_floats(self, d: int) -> int:
+        """The K tile (rows padded by 4) and the transposed V tile (rows padded by 4)."""
+        return self.block_k * (d + 4) + d * (self.block_k + 4)
+
+    def check(self, d: int) -> None:
+        if d % 16:
+            raise ValueError(f"d ({d}) must be a multiple of 16: two 8-wide k-steps per 16-byte read")
+        if self.block_k % 16:
+            raise ValueError(f"block_k ({self.block_k}) must be a multiple of 16: two 8-key n-tiles per read")
+        if 4 * self.shared_floats(d) > SHARED_BYTES:
+            raise ValueError(f"the K and V tiles need {4 * self.shared_floats(d):,} bytes of shared memory, over "
+                             f"the {SHARED_BYTES:,} a block holds without opting in: use a smaller block_k")
+
+
+def default_config(passes: int = 1) -> TensorCoreConfig:
+    """Four warps; 64-key tiles for one pass, 32 for three (not yet chosen by measurement)."""
+    return TensorCoreConfig(4, 64 if passes == 1 else 32, passes)
+
+
+def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes):
+    """Fused attention on TF32 tensor cores: each warp owns 16 query rows; S and P stay in its fragments."""
+    D, W, BK, THREE = head_dim, warps, block_k, passes == 3  # compile-time constants
+    BQ, THREADS, D4 = 16 * W, 32 * W, head_dim // 4
+    KS4, VS4 = (D + 4) // 4, (BK + 4) // 4  # padded row strides of the K and transposed V tiles, in float4s
+    NT, DT, KP = BK // 8, D // 8, D // 16  # n-tiles of S, n-tiles of O, pairs of k-steps over d
+    K_SIZE, V_SIZE, Q_SIZE, S_SIZE, O_SIZE = BK * (D + 4), D * (BK + 4), 8 * KP, 4 * NT, 4 * DT
+    NEG = float32(-math.inf)
+    SCRATCH = THREADS if is_simulator() else 1
+
+    @cuda.jit(device=True, inline="always")
+    def split(x):
+        """(big, small): x's TF32 part and the TF32 of the rest (small is 0 for one pass)."""
+        big = tf32(x)
+        return big, tf32(x - big) if THREE else float32(0)
+
+    @cuda.jit(device=True, inline="always")
+    def mma(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+        """One product: of TF32 fragments (one pass), or of float32 ones split in three (small x big, big x small,
+        big x big)."""
+        if THREE:
+            a0, sa0 = split(a0)
+            a1, sa1 = split(a1)
+            a2, sa2 = split(a2)
+            a3, sa3 = split(a3)
+            b0, sb0 = split(b0)
+            b1, sb1 = split(b1)
+            c0, c1, c2, c3 = mma_tf32(sa0, sa1, sa2, sa3, b0, b1, c0, c1, c2, c3)
+            c0, c1, c2, c3 = mma_tf32(a0, a1, a2, a3, sb0, sb1, c0, c1, c2, c3)
+        return mma_tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3)
+
+    @cuda.jit(device=True, inline="always")
+    def stage(k, v, k_s, vt_s, row0, end):
+        """K rows as they are, V transposed (its columns become rows); rounded to TF32 for one pass; zeros past
+        ``end``."""
+        for e in range(cuda.threadIdx.x, BK * D4, THREADS):
+            r, c4 = e % BK, e // BK  # neighbouring lanes: neighbouring keys, so the transposed stores do not conflict
+            x0 = x1 = x2 = x3 = y0 = y1 = y2 = y3 = float32(0)
+            if row0 + r < end:
+                x0, x1, x2, x3 = load4(k, (row0 + r) * D4 + c4)
+                y0, y1, y2, y3 = load4(v, (row0 + r) * D4 + c4)
+            if not THREE:
+                x0, x1, x2, x3, y0, y1, y2, y3 = (tf32(x0), tf32(x1), tf32(x2), tf32(x3),
+                                                  tf32(y0), tf32(y1), tf32(y2), tf32(y3))
+            store4(k_s, r * KS4 + c4, x0, x1, x2, x3)
+            base = 4 * c4 * 4 * VS4 + r
+            vt_s[base], vt_s[base + 4 * VS4], vt_s[base + 8 * VS4], vt_s[base + 12 * VS4] = y0, y1, y2, y3
+
+    @cuda.jit(device=True, inline="always")
+    def scores(qf, k_s, s, g, t):
+        """S = Q K^T for the warp's 16 rows.  Key ``16 (n // 2) + 4 (j // 2) + 2 (n % 2) + j % 2`` is column j
+        of n-tile n, and dims ``16 p + 4 t .. + 3`` are lane t's in k-steps 2p and 2p + 1: one 16-byte read."""
+        for i in range(S_SIZE):
+            s[i] = float32(0)
+        for p in range(KP):
+            for n in range(NT):
+                key = 16 * (n // 2) + 4 * (g // 2) + 2 * (n % 2) + g % 2
+                y0, y1, y2, y3 = load4(k_s, key * KS4 + 4 * p + t)
+                q = 8 * p
+                s[4 * n], s[4 * n + 1], s[4 * n + 2], s[4 * n + 3] = mma(
+                    qf[q], qf[q + 4], qf[q + 1], qf[q + 5], y0, y1, s[4 * n], s[4 * n + 1], s[4 * n + 2], s[4 * n + 3])
+                s[4 * n], s[4 * n + 1], s[4 * n + 2], s[4 * n + 3] = mma(
+                    qf[q + 2], qf[q + 6], qf[q + 3], qf[q + 7], y2, y3,
+                    s[4 * n], s[4 * n + 1], s[4 * n + 2], s[4 * n + 3])
+
+    @cuda.jit(device=True, inline="always")
+    def softmax_step(s, m, total, o, scratch, rows, t, start, length, masked):
+        """Mask; per row (g: c0, c1; g + 8: c2, c3) update the running max and sum; rescale O; S becomes P."""
+        for h in range(2):
+            row = rows + 8 * h
+            top = NEG
+            for n in range(NT):
+                for j in range(2):
+                    key = start + 16 * (n // 2) + 4 * t + 2 * (n % 2) + j
+                    if masked and (key >= length or (causal and key > row)):
+                        s[4 * n + 2 * h + j] = NEG
+                    top = max(top, s[4 * n + 2 * h + j])
+            top = max(top, lane_xor(top, 1, scratch))  # the row's four lanes: t = 0 .. 3
+            m_new = max(m[h], max(top, lane_xor(top, 2, scratch)))
+            correction = math.exp2(m[h] - m_new)
+            m[h] = m_new
+            part = float32(0)
+            for n in range(NT):
+                for j in range(2):
+                    p = math.exp2(s[4 * n + 2 * h + j] - m_new)
+                    if not THREE:
+                        p = tf32(p)  # the weight P V uses, and the one summed
+                    s[4 * n + 2 * h + j] = p
+                    part += p
+            total[h] = total[h] * correction + part
+            for n in range(DT):
+                o[4 * n + 2 * h] *= correction
+                o[4 * n + 2 * h + 1] *= correction
+
+    @cuda.jit(device=True, inline="always")
+    def weighted_sum(s, vt_s, o, g, t):
+        """O += P V.  P's accumulator fragment is already an A fragment, once V's rows are taken in the order of
+        S's columns: lane t's keys of n-tiles 2p and 2p + 1 are ``16 p + 4 t .. + 3``, one 16-byte read."""
+        for p in range(NT // 2):
+            for n in range(DT):
+                z0, z1, z2, z3 = load4(vt_s, (8 * n + g) * VS4 + 4 * p + t)
+                a, b = 8 * p, 8 * p + 4
+                o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3] = mma(
+                    s[a], s[a + 2], s[a + 1], s[a + 3], z0, z1, o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3])
+                o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3] = mma(
+                    s[b], s[b + 2], s[b + 1], s[b + 3], z2, z3, o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3])
+
+    @cuda.jit
+    def tensor_core_attention_kernel(q, k, v, out, length, scale):
+        # q, k, v, out: one head after another, flattened: (heads * length * D,), 16-byte aligned
+        lane = cuda.threadIdx.x % 32
+        g, t = lane // 4, lane % 4
+        qb = cuda.gridDim.x - 1 - cuda.blockIdx.x if causal else cuda.blockIdx.x  # causal: longest blocks first
+        q0, head = qb * BQ, cuda.blockIdx.y * length
+        rows = q0 + 16 * (cuda.threadIdx.x // 32) + g  # this lane's rows: rows and rows + 8
+        k_s = cuda.shared.array(K_SIZE, float32, alignment=SHARED_ALIGN)
+        vt_s = cuda.shared.array(V_SIZE, float32, alignment=SHARED_ALIGN)
+        scratch = cuda.shared.array(SCRATCH, float32)  # the simulator's stand-in for warp shuffles
+        qf = cuda.local.array(Q_SIZE, float32)  # A fragments of Q: dims 16 p + 4 t .. + 3 of both rows
+        s = cuda.local.array(S_SIZE, float32)
+        o = cuda.local.array(O_SIZE, float32)
+        m = cuda.local.array(2, float32)
+        total = cuda.local.array(2, float32)
+        for p in range(KP):
+            for h in range(2):
+                x0 = x1 = x2 = x3 = float32(0)
+                if rows + 8 * h < length:
+                    x0, x1, x2, x3 = load4(q, (head + rows + 8 * h) * D4 + 4 * p + t)
+                i = 8 * p + 4 * h
+                x0, x1, x2, x3 = x0 * scale, x1 * scale, x2 * scale, x3 * scale
+                if not THREE:  # one pass: Q rounded to TF32 once, here
+                    x0, x1, x2, x3 = tf32(x0), tf32(x1), tf32(x2), tf32(x3)
+                qf[i], qf[i + 1], qf[i + 2], qf[i + 3] = x0, x1, x2, x3
+        for i in range(O_SIZE):
+            o[i] = float32(0)
+        m[0], m[1], total[0], total[1] = NEG, NEG, float32(0), float32(0)
+        keys = min(length, q0 + BQ) if causal else length
+        for start in range(0, keys, BK):
+            stage(k, v, k_s, vt_s, head + start, head + length)
+            cuda.syncthreads()
+            scores(qf, k_s, s, g, t)
+            masked = start + BK > length or (causal and start + BK - 1 > q0)  # the same for the whole block
+            softmax_step(s, m, total, o, scratch, rows, t, start, length, masked)
+            weighted_sum(s, vt_s, o, g, t)
+            cuda.syncthreads()  # before the next tiles overwrite K and V
+        for h in range(2):
+            whole = total[h] + lane_xor(total[h], 1, scratch)
+            whole += lane_xor(whole, 2, scratch)
+            if rows + 8 * h < length:
+                for n in range(DT):
+                    at = (head + rows + 8 * h) * D + 8 * n + 2 * t
+                    out[at] = o[4 * n + 2 * h] / whole
+                    out[at + 1] = o[4 * n + 2 * h + 1] / whole
+
+    return tensor_core_attention_kernel
+
+
+_kernels: dict[tuple[int, TensorCoreConfig, bool], Any] = {}
+
+
+def tensor_core_kernel(head_dim: int, config: TensorCoreConfig, causal: bool) -> Any:
+    """The kernel for this head size, shape, masking and number of passes (compiled once each)."""
+    head_dim, causal = require_whole("head_dim", head_dim), require_flag("causal", causal)
+    config.check(head_dim)
+    key = (head_dim, config, causal)
+    if key not in _kernels:
+        _kernels[key] = make_tensor_core_attention_kernel(head_dim, config.warps, config.block_k, causal,
+                                                          config.passes)
+    return _kernels[key]
+
+
+def run_tensor_cores(q: Any, k: Any, v: Any, out: Any, causal: bool = False,
+                     config: TensorCoreConfig | None = None) -> None:
+    """One launch of the TF32 tensor-core kernel; allocates nothing.  Contiguous, 16-byte-aligned arrays."""
+    if COMPILER[0]:
+        raise TiledUnavailable(f"mma.sync is an llvmlite @intrinsic, which {COMPILER[0]} cannot lower")
+    heads, length, d = _require_qkv(q, k, v, out)
+    causal = require_flag("causal", causal)
+    config = config or default_config()
+    if not isinstance(config, TensorCoreConfig):
+        raise TypeError(f"`config` must be a TensorCoreConfig, got {type(config).__name__}")
+    kernel = tensor_core_kernel(d, config, causal)
+    for name, a in (("q", q), ("k", k), ("v", v), ("out", out)):
+        if not is_simulator() and not a.is_c_contiguous():
+            raise ValueError(f"`{name}` must be C-contiguous: the kernel reads it as one flat array")
+    require_aligned({"q": q, "k": k, "v": v, "out": out})
+    if heads == 0 or length == 0:
+        return
+    q, k, v, out = (a.reshape(heads * length * d) for a in (q, k, v, out))  # one head after another
+    blocks = ((length + 16 * config.warps - 1) // (16 * config.warps), heads)
+    kernel[blocks, 32 * config.warps](q, k, v, out, length, float32(math.log2(math.e) / math.sqrt(d)))
+
+
+def count_tensor_cores(heads: int = 1, length: int = 40, d: int = 16, causal: bool = False,
+                       shape: tuple[int, int, int] = (1, 16, 1)) -> list[Ledger]:
+    """The tensor-core kernel once on random inputs, in a ledger (for :meth:`Ledger.counted_in_simulator`)."""
+    rng = np.random.default_rng()
+    q, k, v = (cuda.to_device(rng.standard_normal((heads, length, d)).astype(np.float32)) for _ in range(3))
+    out = poisoned(heads * length * d).reshape(heads, length, d)
+    with Ledger(f"tensor cores causal={causal}") as ledger:
+        run_tensor_cores(q, k, v, out, causal, TensorCoreConfig(*shape))
+    return [ledger]
+
+
+def compile_request(request: dict[str, Any]) -> dict[str, str]:
+    """PTX of the kernel for each ``[d, causal, warps, block_k, passes]`` in ``request["shapes"]`` (run with the
+    real compiler by ``helpers.counting.other_backend``; no GPU needed)."""
+    from numba import types
+
+    array = types.Array(types.float32, 1, "C")
+    out: dict[str, str] = {}
+    for d, causal, warps, block_k, passes in request["shapes"]:
+        kernel = make_tensor_core_attention_kernel(d, warps, block_k, bool(causal), passes)
+        ptx, _ = cuda.compile_ptx(kernel.py_func, (array, array, array, array, types.int64, types.float32),
+                                  cc=tuple(request["cc"]))
+        out[json.dumps([d, causal, warps, block_k, passes])] = ptx
+    return out
