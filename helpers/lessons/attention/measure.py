@@ -28,7 +28,7 @@ from helpers.lessons.softmax.record import Measured
 from helpers.timing import time_gpu
 
 from . import kernels as attention
-from . import tiled
+from . import tensor_cores, tiled
 from .record import AttentionBench, AttentionDram, AttentionRow, KernelDram
 from .report import attention_table, dram_table, save_plot
 
@@ -37,6 +37,7 @@ ATTENTION_HEADS = (4, 16)  # batch, heads
 HEAD_DIM = 64
 TOLERANCE = 1e-4  # of the largest output, against float64
 BF16_TOLERANCE = 2e-2  # torch's bf16 flash kernel: another precision
+TF32_TOLERANCE = 2e-3  # one TF32 pass: 10-bit mantissas
 
 _REFERENCES: dict[tuple[Any, ...], np.ndarray] = {}
 
@@ -93,12 +94,24 @@ def numba_implementations(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray
               lambda c=c: tiled.run_tiled(dq, dk, dv, out, False, c), False, tiled.tiled_kernel(d, c, False),
               c.threads()) for c in tiled_configs(d)]
     runs.append(("numba tiled causal", lambda: tiled.run_tiled(dq, dk, dv, out, True), True, None, None))
+    tolerances = {name: TOLERANCE for name, *_ in runs}
+    for passes, precision in ((1, "TF32"), (3, "3xTF32")):
+        config = tensor_cores.default_config(passes)
+        if d % 16:
+            break  # the tensor-core kernel reads head columns 16 at a time
+        for causal in (False, True):
+            name = f"numba {precision} tensor cores" + (" causal" if causal else "")
+            runs.append((name, lambda c=config, causal=causal: tensor_cores.run_tensor_cores(dq, dk, dv, out, causal, c),
+                         causal, tensor_cores.tensor_core_kernel(d, config, causal), 32 * config.warps))
+            tolerances[name] = TF32_TOLERANCE if passes == 1 else TOLERANCE
     if unfused:
         s, p = attention.unfused_buffers(bh, length)
         runs.append(("numba unfused (S, P in memory)", lambda: attention.run_unfused(dq, dk, dv, s, p, out), False,
                      None, None))
+    notes = {name: "TF32: 10-bit mantissas, tensor cores" for name in tolerances if "numba TF32" in name}
     return [Implementation(name, run, checked_output(run, out, lambda got, causal=causal: error(got, causal)),
-                           TOLERANCE, kernel=kernel, threads=threads) for name, run, causal, kernel, threads in runs]
+                           tolerances.get(name, TOLERANCE), notes.get(name, ""), kernel=kernel, threads=threads)
+            for name, run, causal, kernel, threads in runs]
 
 
 def torch_implementations(torch: Any, qkv: Sequence[np.ndarray], batch: int, heads: int,
@@ -120,11 +133,20 @@ def torch_implementations(torch: Any, qkv: Sequence[np.ndarray], batch: int, hea
         with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
             return sdpa(tq, tk, tv)
 
+    def naive_tf32() -> Any:
+        torch.backends.cuda.matmul.allow_tf32 = True  # cuBLAS on TF32 tensor cores, for this composition only
+        try:
+            return naive()
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = False
+
     def flash_bf16() -> Any:
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             return sdpa(bq, bk, bv)
 
-    runs = [("torch naive fp32 (TF32 off)", naive, TOLERANCE, ""), ("torch SDPA efficient fp32", efficient, TOLERANCE, ""),
+    runs = [("torch naive fp32 (TF32 off)", naive, TOLERANCE, ""),
+            ("torch naive TF32", naive_tf32, TF32_TOLERANCE, "TF32 on: S and P through memory, products on tensor cores"),
+            ("torch SDPA efficient fp32", efficient, TOLERANCE, ""),
             ("torch SDPA flash bf16", flash_bf16, BF16_TOLERANCE, "bf16: another precision, tensor cores")]
     return [Implementation(name, fn, lambda fn=fn: error(fn().float().reshape(bh, length, d).cpu().numpy(), False),
                            tol, note) for name, fn, tol, note in runs]

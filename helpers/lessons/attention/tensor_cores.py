@@ -36,10 +36,12 @@ from helpers.backend import COMPILER, is_simulator
 from helpers.checks import poisoned
 from helpers.ledger import Ledger
 from helpers.lessons.roofline.kernels import load4, require_aligned, store4
+from helpers.lessons.softmax.kernels import lane_xor
 from helpers.validate import require_flag, require_whole
 
 from .kernels import SHARED_ALIGN, _require_qkv
-from .tiled import SHARED_BYTES, TiledUnavailable, lane_xor
+
+from .tiled import SHARED_BYTES, TiledUnavailable
 
 if is_simulator():
     _posted: dict[tuple[int, ...], tuple[float, ...]] = {}

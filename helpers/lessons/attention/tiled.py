@@ -36,31 +36,13 @@ from helpers.backend import COMPILER, is_simulator
 from helpers.checks import poisoned
 from helpers.ledger import Ledger
 from helpers.lessons.roofline.kernels import load4, require_aligned, store4
+from helpers.lessons.softmax.kernels import lane_xor
 from helpers.validate import require_flag, require_whole
 
 from .kernels import SHARED_ALIGN, _require_qkv
 
 SHARED_BYTES = 48 * 1024  # the static shared memory a block may hold without opting in
 WARP = 32
-
-
-if is_simulator():
-
-    @cuda.jit(device=True)  # a device function, so that the simulator gives it its thread's `cuda`
-    def lane_xor(x, offset, scratch):
-        """The value ``x`` of lane ``lane ^ offset`` (the simulator has no warp shuffles: shared memory)."""
-        t = cuda.threadIdx.x
-        cuda.syncthreads()
-        scratch[t] = x
-        cuda.syncthreads()
-        return scratch[t ^ offset]
-
-else:
-
-    @cuda.jit(device=True, inline="always")
-    def lane_xor(x, offset, scratch):
-        """The value ``x`` of lane ``lane ^ offset`` of this warp: one shuffle."""
-        return cuda.shfl_xor_sync(0xFFFFFFFF, x, offset)
 
 
 class TiledUnavailable(RuntimeError):

@@ -77,6 +77,25 @@ def reference(x: np.ndarray) -> np.ndarray:
 
 # --- in-block reductions -----------------------------------------------------------
 
+if is_simulator():
+
+    @cuda.jit(device=True)  # a device function, so that the simulator gives it its thread's `cuda`
+    def lane_xor(x, offset, scratch):
+        """The value ``x`` of lane ``lane ^ offset`` (the simulator has no warp shuffles: shared memory)."""
+        t = cuda.threadIdx.x
+        cuda.syncthreads()
+        scratch[t] = x
+        cuda.syncthreads()
+        return scratch[t ^ offset]
+
+else:
+
+    @cuda.jit(device=True, inline="always")
+    def lane_xor(x, offset, scratch):
+        """The value ``x`` of lane ``lane ^ offset`` of this warp: one shuffle."""
+        return cuda.shfl_xor_sync(FULL_MASK, x, offset)
+
+
 if not is_simulator():
 
     @cuda.jit(device=True, inline=True)

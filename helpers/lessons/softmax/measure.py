@@ -26,6 +26,7 @@ from helpers.harness.peers import Unavailable, describe_torch_compile, prepare, 
 from helpers.timing import Timing, copy_bandwidth, time_gpu
 
 from . import kernels as softmax
+from . import vector
 from .record import Measured, SoftmaxBench, SoftmaxRow
 from .report import save_plot, softmax_table
 
@@ -92,10 +93,33 @@ def numba_softmaxes(cols: int, variants: bool) -> dict[str, tuple[Callable[..., 
             runs[f"numba fused pipelined, {t} threads, {per_block} rows/block"] = (
                 lambda x, out, *_, t=t, b=per_block: softmax.run_pipelined(x, out, t, max(1, x.shape[0] // b)),
                 softmax.pipelined_kernel(cols, t), t)
+    for config in vector_configs(cols, gpu_variants):
+        runs[f"numba 16-byte, {config.lanes} lanes/row, {config.rows_per_block} rows/block"] = (
+            lambda x, out, *_, c=config: vector.run_vector(x, out, c), vector.vector_kernel(cols, config),
+            config.threads())
     t = one if is_simulator() else 256
     runs[f"numba online, {t} threads/row"] = (lambda x, out, *_, t=t: softmax.run_online(x, out, t),
                                               softmax.online_softmax_kernel, t)
     return runs
+
+
+def vector_configs(cols: int, variants: bool) -> list[vector.VectorConfig]:
+    """The 16-byte kernel's shapes timed: every lanes x rows-per-block up to 512 threads that fits ``cols``."""
+    if cols % 4:
+        return []
+    if not variants:
+        return [vector.default_vector_config(cols)]
+    found = []
+    for lanes in (32, 64, 128, 256):
+        for per_block in (1, 2, 4, 8):
+            config = vector.VectorConfig(lanes, per_block)
+            try:
+                config.check(cols)
+            except ValueError:
+                continue  # too many float4s per lane for this row
+            if config.threads() <= 512:
+                found.append(config)
+    return found
 
 
 def torch_builder(rows: Rows, function: Callable[[Any], Any]) -> Builder:
