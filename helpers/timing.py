@@ -158,8 +158,40 @@ def host_enqueue_us(run: Callable[[], object], samples: int = 5) -> float:
     return statistics.median(costs)
 
 
+FLUSH_FACTOR = 4  # an L2 flush reads this many L2 sizes of other data
+
+
+@lru_cache(maxsize=1)
+def l2_flush() -> Callable[[], None]:
+    """A function that queues an L2 flush: one kernel reading ``FLUSH_FACTOR`` L2 sizes of zeros, which evicts
+    whatever an earlier repeat left there and leaves only clean lines (buffer and kernel made on first use)."""
+    _needs_gpu("l2_flush")
+    from numba import cuda
+
+    from .device import l2_bytes, sm_count
+    from .sizes import BLOCK_SIZE
+
+    @cuda.jit
+    def read_all(buffer, sink):  # grid-stride: every element read once
+        total = 0.0
+        for i in range(cuda.grid(1), buffer.size, cuda.gridsize(1)):
+            total += buffer[i]
+        if total == -1.0:  # never true for the zero-filled buffer; stops the reads being removed
+            sink[0] = total
+
+    buffer = cuda.to_device(np.zeros(FLUSH_FACTOR * (l2_bytes() or 64 << 20) // 4, dtype=np.float32))
+    sink, blocks = cuda.device_array(1, np.float32), 4 * (sm_count() or 1)
+
+    def flush() -> None:
+        read_all[blocks, BLOCK_SIZE](buffer, sink)
+
+    flush()
+    cuda.synchronize()
+    return flush
+
+
 def time_gpu(run: Callable[[], object], *, label: str = "", repeats: int = 50, warmup: int = 3,
-             hide_launch: bool = True) -> Timing | None:
+             hide_launch: bool = True, flush_l2: bool = False) -> Timing | None:
     """Time ``run`` (which launches GPU work on device arrays) with CUDA events.
 
     The warm-up calls keep JIT compilation and first-touch costs out of the numbers.
@@ -168,8 +200,10 @@ def time_gpu(run: Callable[[], object], *, label: str = "", repeats: int = 50, w
     Numba launch) happens while the GPU is still busy: the events then time the GPU
     work alone.  Host-synchronous work (a pageable copy, say) gains nothing from a
     hold and gets none.  ``hide_launch=False`` times what a Python loop sees with
-    the GPU idle between calls, launch cost included.  In the simulator ``run`` is
-    called once (so that its code is exercised and its errors show), then ``None``
+    the GPU idle between calls, launch cost included.  With ``flush_l2`` each repeat
+    starts with L2 flushed (:func:`l2_flush`, outside the timed span), so a workload that
+    fits in L2 is read from DRAM as it would be the first time.  In the simulator ``run``
+    is called once (so that its code is exercised and its errors show), then ``None``
     is returned, after saying why.
     """
     _callable(run, "time_gpu")
@@ -188,7 +222,7 @@ def time_gpu(run: Callable[[], object], *, label: str = "", repeats: int = 50, w
         enqueue_us = host_enqueue_us(run)
         if 5 * enqueue_us <= MAX_HOLD_US:
             hold_us = max(MIN_HOLD_US, 5 * enqueue_us)
-    return Timing(label, event_samples(run, repeats, hold_us=hold_us))
+    return Timing(label, event_samples(run, repeats, hold_us=hold_us, before=l2_flush() if flush_l2 else None))
 
 
 def event_samples(run: Callable[[], object], repeats: int, *, hold_us: float = 0.0,
@@ -243,8 +277,10 @@ def library_copy(source: object, target: object) -> tuple[Callable[[], object], 
     return (lambda: target.copy_to_device(source)), "cuMemcpyDtoD"  # type: ignore[attr-defined]
 
 
-def copy_bandwidth(n: int, dtype: type = np.float32, repeats: int = 50) -> tuple[Timing, float] | None:
-    """The device-to-device copy ceiling: timing and GB/s counting bytes read plus written.
+def copy_bandwidth(n: int, dtype: type = np.float32, repeats: int = 50,
+                   flush_l2: bool = False) -> tuple[Timing, float] | None:
+    """The device-to-device copy ceiling: timing and GB/s counting bytes read plus written (L2 flushed before
+    each repeat with ``flush_l2``).
 
     The timing's label names the copy used (see :func:`library_copy`).
     """
@@ -262,6 +298,6 @@ def copy_bandwidth(n: int, dtype: type = np.float32, repeats: int = 50) -> tuple
     cuda.synchronize()
     if not np.array_equal(target.copy_to_host(), source.copy_to_host()):
         raise RuntimeError(f"{method} did not copy the array correctly")
-    timing = time_gpu(copy, label=f"device-to-device copy ({method})", repeats=repeats)
+    timing = time_gpu(copy, label=f"device-to-device copy ({method})", repeats=repeats, flush_l2=flush_l2)
     assert timing is not None
     return timing, timing.bandwidth_gbs(2 * source.nbytes)

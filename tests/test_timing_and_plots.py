@@ -189,3 +189,17 @@ def test_the_timers_need_something_to_call(call):
 def test_gpu_only_timers_say_they_need_a_gpu_in_the_simulator(name, call):
     with pytest.raises(timing.TimingNeedsGPU, match=f"{name} needs a GPU.*time_gpu works on either backend"):
         call()
+
+
+def test_an_l2_flush_runs_before_every_repeat_and_outside_the_timed_span():
+    """On a GPU: the flush kernel reads FLUSH_FACTOR L2 sizes each repeat, and the samples are still one per repeat;
+    in the simulator there is no L2 to flush, and asking says so."""
+    if helpers.is_simulator():
+        with pytest.raises(timing.TimingNeedsGPU, match="l2_flush needs a GPU"):
+            timing.l2_flush()
+        return
+    calls = []
+    flush = timing.l2_flush()
+    result = timing.event_samples(lambda: calls.append(1), 7, before=lambda: (calls.append(0), flush()))
+    assert len(result) == 7 and calls == [0, 1] * 7
+    assert timing.time_gpu(lambda: None, repeats=3, warmup=0, flush_l2=True).samples_ms

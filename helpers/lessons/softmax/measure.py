@@ -161,7 +161,7 @@ def measure_shape(rows: int, cols: int, repeats: int, variants: bool) -> Softmax
     done: dict[str, Measured] = {}
 
     def time(label: str, n: int, case: Case) -> None:
-        timing = time_gpu(case.run, label=label, repeats=repeats, warmup=2)
+        timing = time_gpu(case.run, label=label, repeats=repeats, warmup=2, flush_l2=True)
         kernel, threads = numba[label][1:] if label in numba else (None, None)
         done[label] = measured(label, timing, pool.error(case.output()), notes.get(label, ""), kernel, threads)
 
@@ -177,9 +177,9 @@ def bench_softmax(shapes: Sequence[tuple[int, int]], repeats: int = 30, variants
     """Every softmax at every shape, checked then timed; ``keep(record)`` after each shape."""
     ceiling = None
     if not is_simulator():
-        ceiling = copy_bandwidth(max(r * c for r, c in shapes), repeats=repeats)[1]
-        print(f"copy ceiling {ceiling:.0f} GB/s")
-    bench = SoftmaxBench(copy_ceiling_gbs=ceiling)
+        ceiling = copy_bandwidth(max(r * c for r, c in shapes), repeats=repeats, flush_l2=True)[1]
+        print(f"copy ceiling {ceiling:.0f} GB/s (L2 flushed before each repeat)")
+    bench = SoftmaxBench(copy_ceiling_gbs=ceiling, l2_flushed=True)
     for rows, cols in shapes:
         row = measure_shape(rows, cols, repeats, variants)
         bench.rows.append(row)

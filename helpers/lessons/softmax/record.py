@@ -32,3 +32,4 @@ class SoftmaxRow:
 class SoftmaxBench(results.Record, schema="reductions_softmax", version=1):
     copy_ceiling_gbs: float | None
     rows: list[SoftmaxRow] = field(default_factory=list)
+    l2_flushed: bool = False  # True: L2 flushed before every timed repeat (and before the copy's)

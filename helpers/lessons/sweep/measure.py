@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from numba import cuda
 
 from helpers.backend import is_simulator
-from helpers.device import device_name, l2_bytes, sm_count
+from helpers.device import device_name, l2_bytes
 from helpers.harness import peers
 from helpers.harness.campaign import DTYPE, Case, Checked, Pool, add_options, check_sizes, default_sizes, run_cases, whole
 from helpers.harness.cli import Command
@@ -27,7 +26,7 @@ from helpers.lessons.launches import graphs
 from helpers.lessons.roofline.kernels import VARIANTS, best_variant_name
 from helpers.results import Claim, save
 from helpers.sizes import BLOCK_SIZE
-from helpers.timing import MIN_HOLD_US, Timing, event_samples, format_ms, host_enqueue_us, time_gpu
+from helpers.timing import FLUSH_FACTOR, MIN_HOLD_US, Timing, event_samples, format_ms, host_enqueue_us, l2_flush, time_gpu
 
 from . import analysis as sa
 from .overhead import measure_launch_overhead
@@ -38,7 +37,6 @@ DEFAULT_REPEATS = 25
 DEFAULT_WARMUP = 3
 CPU_BUDGET_S = 1.0  # NumPy at large n: as many repeats as fit in this, at least MIN_CPU_REPEATS
 MIN_CPU_REPEATS = 3
-FLUSH_FACTOR = 4  # the L2 flush reads this many L2 sizes of other data
 
 # Figures an earlier probe of this project measured on an H200 at n = 2^28 (design/series.md,
 # "Facts measured"): a sweep on an H200 is expected to reproduce each within 10 %.
@@ -140,29 +138,12 @@ def check_implementations(n: int = 1000, keys: Sequence[str] | None = None) -> d
     return {label: report[label] for label in infos}
 
 
-@cuda.jit
-def _read_all(buffer, sink):
-    """Read every element (grid-stride): evicts other data from L2 and leaves only clean lines."""
-    total = 0.0
-    for i in range(cuda.grid(1), buffer.size, cuda.gridsize(1)):
-        total += buffer[i]
-    if total == -1.0:  # never true for the zero-filled buffer; stops the reads being removed
-        sink[0] = total
-
-
 class GpuClock:
     """CUDA-event timing in the three modes, sharing one L2 flush buffer and one hold kernel."""
 
-    def __init__(self, l2_bytes: int, repeats: int, warmup: int) -> None:
+    def __init__(self, repeats: int, warmup: int) -> None:
         self.repeats, self.warmup = repeats, warmup
-        self.flush_buffer = cuda.to_device(np.zeros(FLUSH_FACTOR * l2_bytes // 4, dtype=np.float32))
-        self.sink = cuda.device_array(1, np.float32)
-        self.flush_blocks = 4 * (sm_count() or 1)
-        self.flush()
-        cuda.synchronize()
-
-    def flush(self) -> None:
-        _read_all[self.flush_blocks, BLOCK_SIZE](self.flush_buffer, self.sink)
+        self.flush = l2_flush()
 
     def queued(self, run: Callable[[], Any], *, cold: bool) -> tuple[list[float], float]:
         """GPU-only times: the launches are queued behind a wait kernel long enough to hide their issue cost."""
@@ -242,7 +223,7 @@ def run_sweep(sizes: Sequence[int] | None = None, implementations: Sequence[str]
     pool = Pool(max(sizes))
     sweep = _new_sweep(sizes, repeats, warmup, float(pool.s))
     builders = set_up(pool, list(implementations or IMPLEMENTATIONS), sweep.pipelines, sweep.implementations)
-    clock = None if sweep.simulated else GpuClock(l2_bytes() or 0, repeats, warmup)
+    clock = None if sweep.simulated else GpuClock(repeats, warmup)
 
     def report(check: Checked) -> None:
         sweep.verification.append(Verification(check.label, check.n, check.passed, check.poisoned, check.error))
