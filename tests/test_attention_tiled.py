@@ -179,3 +179,19 @@ def test_the_tensor_core_kernel_compiles_to_mma_sync_with_its_fragments_in_regis
         ptx = compiled[json.dumps(shape)]
         assert ptx.count("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") == products
         assert ".local" not in ptx and "cvt.rna.tf32.f32" in ptx
+
+
+UNFUSED_TF32_CASES = [(1, 20, 8, True)] if helpers.is_simulator() else [
+    (2, length, d, causal) for length in (1, 77, 1000) for d in (16, 64, 128) for causal in (False, True)]
+
+
+@pytest.mark.parametrize("heads, length, d, causal", UNFUSED_TF32_CASES)
+def test_the_unfused_pipeline_on_tensor_cores_matches_float64(heads, length, d, causal):
+    """S = Q K^T and O = P V as TF32 products, S and P through memory: within 2e-3 of the largest output."""
+    q, k, v = inputs(heads, length, d)
+    s, p = at.unfused_buffers(heads, length)
+    out = poisoned(heads * length * d).reshape(heads, length, d)
+    tc.run_unfused_tensor_cores(*(cuda.to_device(a) for a in (q, k, v)), s, p, out, causal)
+    got = out.copy_to_host()
+    assert not np.isnan(got).any()
+    assert relative_error(got, at.reference(q, k, v, causal)) < 2e-3

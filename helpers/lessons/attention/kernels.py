@@ -141,12 +141,18 @@ def run_unfused(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, causal: bool =
         return  # a launch of 0 blocks would do nothing in the simulator, and a GPU refuses it
     tiles = (length + TILE - 1) // TILE
     scores_kernel[(tiles, tiles, heads), (TILE, TILE)](q, k, s, float32(1 / math.sqrt(d)), causal)
+    unfused_softmax(s, p)
+    weighted_sum_kernel[((d + TILE - 1) // TILE, tiles, heads), (TILE, TILE)](p, v, out)
+
+
+def unfused_softmax(s: Any, p: Any) -> None:
+    """The unfused pipelines' softmax of every row of ``s`` into ``p``: rows in registers, or online when too long."""
+    rows, length = s.shape
     threads = default_threads(length)
     if length <= 64 * threads:
-        rows_kernel(length, threads)[heads * length, threads](s, p)
+        rows_kernel(length, threads)[rows, threads](s, p)
     else:
-        online_softmax_kernel[heads * length, threads](s, p)
-    weighted_sum_kernel[((d + TILE - 1) // TILE, tiles, heads), (TILE, TILE)](p, v, out)
+        online_softmax_kernel[rows, threads](s, p)
 
 
 # --- fused: FlashAttention-style ---------------------------------------------------

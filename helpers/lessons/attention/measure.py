@@ -81,37 +81,40 @@ def tiled_configs(d: int) -> list[tiled.TiledConfig]:  # the register-tiled shap
 
 def numba_implementations(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray, bool], float],
                           unfused: bool) -> list[Implementation]:
-    """The fused kernel at each block shape, causal, and the unfused pipeline (S and P in memory)."""
+    """Every Numba attention: the fused kernel at each block shape, the register-tiled one, the tensor-core one
+    (one TF32 pass, and 3xTF32), causal too, and the unfused pipelines (S and P in memory, float32 and TF32)."""
     bh, length, d = qkv[0].shape
     dq, dk, dv = (cuda.to_device(a) for a in qkv)
     out = cuda.device_array((bh, length, d), np.float32)
-    runs: list[tuple[str, Callable[[], object], bool, Any, int | None]] = [
-        (f"numba fused q{cfg.block_q}/k{cfg.block_k}/b{cfg.batch}/s{cfg.keys_per_step}",
-         lambda cfg=cfg: attention.run_fused(dq, dk, dv, out, False, cfg), False,
-         attention.flash_kernel(d, cfg, False), cfg.block_q) for cfg in flash_configs()]
-    runs.append(("numba fused causal", lambda: attention.run_fused(dq, dk, dv, out, True), True, None, None))
-    runs += [(f"numba tiled q{c.block_q}/k{c.block_k}/r{c.rows}x{c.keys}",
-              lambda c=c: tiled.run_tiled(dq, dk, dv, out, False, c), False, tiled.tiled_kernel(d, c, False),
-              c.threads()) for c in tiled_configs(d)]
-    runs.append(("numba tiled causal", lambda: tiled.run_tiled(dq, dk, dv, out, True), True, None, None))
-    tolerances = {name: TOLERANCE for name, *_ in runs}
-    for passes, precision in ((1, "TF32"), (3, "3xTF32")):
-        config = tensor_cores.default_config(passes)
-        if d % 16:
-            break  # the tensor-core kernel reads head columns 16 at a time
+    found: list[Implementation] = []
+
+    def add(name: str, run: Callable[[], object], causal: bool = False, kernel: Any = None,
+            threads: int | None = None, tf32: bool = False) -> None:
+        check = checked_output(run, out, lambda got: error(got, causal))
+        found.append(Implementation(name, run, check, TF32_TOLERANCE if tf32 else TOLERANCE,
+                                    "TF32: 10-bit mantissas, tensor cores" if tf32 else "", kernel, threads))
+
+    for cfg in flash_configs():
+        add(f"numba fused q{cfg.block_q}/k{cfg.block_k}/b{cfg.batch}/s{cfg.keys_per_step}",
+            lambda cfg=cfg: attention.run_fused(dq, dk, dv, out, False, cfg), False,
+            attention.flash_kernel(d, cfg, False), cfg.block_q)
+    add("numba fused causal", lambda: attention.run_fused(dq, dk, dv, out, True), True)
+    for c in tiled_configs(d):
+        add(f"numba tiled q{c.block_q}/k{c.block_k}/r{c.rows}x{c.keys}",
+            lambda c=c: tiled.run_tiled(dq, dk, dv, out, False, c), False, tiled.tiled_kernel(d, c, False), c.threads())
+    add("numba tiled causal", lambda: tiled.run_tiled(dq, dk, dv, out, True), True)
+    for passes, precision in ((1, "TF32"), (3, "3xTF32")) if d % 16 == 0 else ():  # 16 head columns a read
+        c = tensor_cores.default_config(passes)
         for causal in (False, True):
-            name = f"numba {precision} tensor cores" + (" causal" if causal else "")
-            runs.append((name, lambda c=config, causal=causal: tensor_cores.run_tensor_cores(dq, dk, dv, out, causal, c),
-                         causal, tensor_cores.tensor_core_kernel(d, config, causal), 32 * config.warps))
-            tolerances[name] = TF32_TOLERANCE if passes == 1 else TOLERANCE
+            add(f"numba {precision} tensor cores" + (" causal" if causal else ""),
+                lambda c=c, causal=causal: tensor_cores.run_tensor_cores(dq, dk, dv, out, causal, c), causal,
+                tensor_cores.tensor_core_kernel(d, c, causal), 32 * c.warps, tf32=passes == 1)
     if unfused:
         s, p = attention.unfused_buffers(bh, length)
-        runs.append(("numba unfused (S, P in memory)", lambda: attention.run_unfused(dq, dk, dv, s, p, out), False,
-                     None, None))
-    notes = {name: "TF32: 10-bit mantissas, tensor cores" for name in tolerances if "numba TF32" in name}
-    return [Implementation(name, run, checked_output(run, out, lambda got, causal=causal: error(got, causal)),
-                           tolerances.get(name, TOLERANCE), notes.get(name, ""), kernel=kernel, threads=threads)
-            for name, run, causal, kernel, threads in runs]
+        add("numba unfused (S, P in memory)", lambda: attention.run_unfused(dq, dk, dv, s, p, out))
+        add("numba unfused TF32 (S, P in memory)",
+            lambda: tensor_cores.run_unfused_tensor_cores(dq, dk, dv, s, p, out), tf32=True)
+    return found
 
 
 def torch_implementations(torch: Any, qkv: Sequence[np.ndarray], batch: int, heads: int,

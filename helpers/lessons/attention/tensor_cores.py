@@ -37,7 +37,7 @@ from helpers.checks import poisoned
 from helpers.ledger import Ledger
 from helpers.lessons.roofline.kernels import load4, require_aligned, store4
 from helpers.lessons.softmax.kernels import lane_xor
-from helpers.validate import require_flag, require_whole
+from helpers.validate import check_no_aliasing, require_array, require_flag, require_whole
 
 from .kernels import SHARED_ALIGN, _require_qkv
 
@@ -300,6 +300,100 @@ def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes):
                     out[at + 1] = o[4 * n + 2 * h + 1] / whole
 
     return tensor_core_attention_kernel
+
+
+# --- the unfused pipeline on tensor cores: S = Q K^T and O = P V as TF32 products through memory ------------
+
+
+def make_gemm_kernel(b_is_n_by_k, causal):
+    """C = scale A B for each head, on TF32 tensor cores: A is M x K, B is N x K (``b_is_n_by_k``: K's rows, for
+    Q K^T) or K x N (V, for P V), C is M x N; flat arrays, one head after another.  A block of four warps computes
+    a 64 x 64 tile of C, 16 rows a warp; tiles of A and B pass through shared memory 16 columns of K at a time,
+    with the head columns (or keys) permuted as in the fused kernel so that each fragment is one 16-byte read.
+    ``causal`` writes -inf above the diagonal (column > row)."""
+    BM, BN, BK, W = 64, 64, 16, 4
+    AS4 = (BK + 4) // 4  # padded rows of the A and B tiles, in float4s
+    A_SIZE, B_SIZE, C_SIZE = BM * (BK + 4), BN * (BK + 4), 4 * (BN // 8)
+
+    @cuda.jit
+    def gemm_tf32_kernel(a, b, c, m_rows, n_cols, k_depth, scale):
+        head, t = cuda.blockIdx.z, cuda.threadIdx.x
+        lane, warp = t % 32, t // 32
+        g, q = lane // 4, lane % 4
+        m0, n0 = cuda.blockIdx.y * BM, cuda.blockIdx.x * BN
+        a_s = cuda.shared.array(A_SIZE, float32, alignment=SHARED_ALIGN)
+        b_s = cuda.shared.array(B_SIZE, float32, alignment=SHARED_ALIGN)  # B as N x K: a row per column of C
+        acc = cuda.local.array(C_SIZE, float32)
+        for i in range(C_SIZE):
+            acc[i] = float32(0)
+        a0, b0, c0 = head * m_rows * k_depth, head * n_cols * k_depth, head * m_rows * n_cols
+        for kk in range(0, k_depth, BK):
+            for e in range(t, BM * BK, 32 * W):  # neighbouring threads: neighbouring columns of K
+                r, col = e // BK, e % BK
+                inside = m0 + r < m_rows and kk + col < k_depth
+                a_s[r * (BK + 4) + col] = tf32(a[a0 + (m0 + r) * k_depth + kk + col]) if inside else float32(0)
+                if b_is_n_by_k:
+                    inside = n0 + r < n_cols and kk + col < k_depth
+                    value = b[b0 + (n0 + r) * k_depth + kk + col] if inside else float32(0)
+                else:  # B is K x N: read along N, store transposed
+                    r, col = e % BN, e // BN
+                    inside = n0 + r < n_cols and kk + col < k_depth
+                    value = b[b0 + (kk + col) * n_cols + n0 + r] if inside else float32(0)
+                b_s[r * (BK + 4) + col] = tf32(value)
+            cuda.syncthreads()
+            x0, x1, x2, x3 = load4(a_s, (16 * warp + g) * AS4 + q)  # rows g and g + 8 of this warp's 16
+            y0, y1, y2, y3 = load4(a_s, (16 * warp + g + 8) * AS4 + q)
+            for n in range(BN // 8):
+                z0, z1, z2, z3 = load4(b_s, (8 * n + g) * AS4 + q)
+                i = 4 * n
+                acc[i], acc[i + 1], acc[i + 2], acc[i + 3] = mma_tf32(
+                    x0, y0, x1, y1, z0, z1, acc[i], acc[i + 1], acc[i + 2], acc[i + 3])
+                acc[i], acc[i + 1], acc[i + 2], acc[i + 3] = mma_tf32(
+                    x2, y2, x3, y3, z2, z3, acc[i], acc[i + 1], acc[i + 2], acc[i + 3])
+            cuda.syncthreads()
+        for n in range(BN // 8):
+            for h in range(2):
+                row = m0 + 16 * warp + g + 8 * h
+                for j in range(2):
+                    col = n0 + 8 * n + 2 * q + j
+                    if row < m_rows and col < n_cols:
+                        value = acc[4 * n + 2 * h + j] * scale
+                        c[c0 + row * n_cols + col] = float32(-math.inf) if causal and col > row else value
+
+    return gemm_tf32_kernel
+
+
+_gemms: dict[tuple[bool, bool], Any] = {}
+
+
+def _gemm(a: Any, b: Any, c: Any, heads: int, m: int, n: int, k: int, scale: float, b_is_n_by_k: bool,
+          causal: bool) -> None:
+    key = (b_is_n_by_k, causal)
+    if key not in _gemms:
+        _gemms[key] = make_gemm_kernel(b_is_n_by_k, causal)
+    grid = ((n + 63) // 64, (m + 63) // 64, heads)
+    _gemms[key][grid, 128](a, b, c, m, n, k, float32(scale))
+
+
+def run_unfused_tensor_cores(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, causal: bool = False) -> None:
+    """S = Q K^T / sqrt(d) on TF32 tensor cores, written to ``s``; the softmax of each row into ``p``; then
+    O = P V on tensor cores: the unfused pipeline, S and P through memory, with TF32 products."""
+    from .kernels import unfused_softmax  # the same softmax launch as the float32 unfused pipeline
+
+    heads, length, d = _require_qkv(q, k, v, out)
+    causal = require_flag("causal", causal)
+    for name, a in (("s", s), ("p", p)):
+        require_array(name, a, shape=(heads * length, length), dtype=np.float32)
+    check_no_aliasing({"q": q, "k": k, "v": v}, {"s": s, "p": p})
+    check_no_aliasing({"s": s, "p": p}, {"out": out})
+    if heads == 0 or length == 0:
+        return
+    flat = heads * length * d
+    q, k, v, out = q.reshape(flat), k.reshape(flat), v.reshape(flat), out.reshape(flat)
+    s_flat, p_flat = s.reshape(heads * length * length), p.reshape(heads * length * length)
+    _gemm(q, k, s_flat, heads, length, length, d, 1 / math.sqrt(d), True, causal)
+    unfused_softmax(s, p)
+    _gemm(p_flat, v, out, heads, length, d, length, 1.0, False, False)
 
 
 _kernels: dict[tuple[int, TensorCoreConfig, bool], Any] = {}
