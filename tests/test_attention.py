@@ -219,3 +219,24 @@ def test_no_heads_or_no_rows_launch_nothing(heads, length):
         at.run_fused(q, k, v, out)
         at.run_unfused(q, k, v, s, p, out)
     assert grids == []
+
+
+def test_ncu_kernels_go_to_their_pipelines_by_launch_order(monkeypatch):
+    """Nine launches, in the workload's order: each pipeline's DRAM bytes are the sum of its own launches; a
+    profile with another number of kernels is refused, not guessed."""
+    from helpers.lessons.attention import measure
+    from helpers.lessons.dram import ncu
+    from helpers.lessons.dram.record import KernelCounters
+
+    def fake(count):
+        return lambda *args, **kwargs: ([KernelCounters(i, f"k{i}", f"k{i}", "", "", 10.0 * i, 1.0)
+                                         for i in range(count)], "")
+
+    monkeypatch.setattr(ncu, "run_ncu", fake(9))
+    dram = measure.ncu_attention(64, 2)
+    assert dram.pipelines == {"numba unfused fp32": 0 + 10 + 20 + 3, "numba fused fp32": 31, "numba tiled fp32": 41,
+                              "numba unfused TF32": 50 + 60 + 70 + 3, "numba TF32 tensor cores": 81}
+    assert dram.ratio == pytest.approx(33 / 31)
+    monkeypatch.setattr(ncu, "run_ncu", fake(8))
+    with pytest.raises(ncu.NcuError, match="profiled 8 kernels; the workload launches 9"):
+        measure.ncu_attention(64, 2)

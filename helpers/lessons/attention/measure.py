@@ -198,27 +198,43 @@ def bench_attention(lengths: Sequence[int], batch: int, heads: int, d: int = HEA
     return bench
 
 
+WORKLOAD = [  # (pipeline, launches): what attention-workload runs, in this order
+    ("numba unfused fp32", 3), ("numba fused fp32", 1), ("numba tiled fp32", 1),
+    ("numba unfused TF32", 3), ("numba TF32 tensor cores", 1)]
+
+
 def attention_workload(length: int, heads: int, d: int = HEAD_DIM) -> None:
-    """Both attention pipelines once each (for ncu to profile)."""
+    """Every pipeline of :data:`WORKLOAD` once, in its order (for ncu to profile)."""
     rng = np.random.default_rng(0)
     dq, dk, dv = (cuda.to_device(rng.standard_normal((heads, length, d), dtype=np.float32)) for _ in range(3))
     out = cuda.device_array((heads, length, d), np.float32)
     s, p = attention.unfused_buffers(heads, length)
     attention.run_unfused(dq, dk, dv, s, p, out)
     attention.run_fused(dq, dk, dv, out)
+    tiled.run_tiled(dq, dk, dv, out)
+    tensor_cores.run_unfused_tensor_cores(dq, dk, dv, s, p, out)
+    tensor_cores.run_tensor_cores(dq, dk, dv, out)
     cuda.synchronize()
 
 
 def ncu_attention(length: int, heads: int, limit_s: float = 600) -> AttentionDram:
-    """DRAM bytes per kernel of both pipelines, from Nsight Compute (L2 flushed before each kernel)."""
+    """DRAM bytes per kernel of every pipeline, from Nsight Compute (L2 flushed before each kernel); the kernels
+    are given to their pipelines by launch order."""
     program = [sys.executable, "-m", "helpers.lessons.attention", "attention-workload", "--length", str(length),
                "--heads", str(heads)]
-    kernels, _ = ncu.run_ncu(program, "all", None, limit_s, "regex:.*(scores|weighted_sum|softmax|flash).*")
+    kernels, _ = ncu.run_ncu(program, "all", None, limit_s, "regex:.*")
+    if len(kernels) != sum(n for _, n in WORKLOAD):
+        raise ncu.NcuError(f"ncu profiled {len(kernels)} kernels; the workload launches "
+                           f"{sum(n for _, n in WORKLOAD)}: {[k.kernel for k in kernels]}")
     per = [KernelDram(k.kernel, k.dram_bytes_read, k.dram_bytes_write) for k in kernels]
-    fused = sum(r.dram_read + r.dram_write for r in per if "flash" in r.kernel)
-    unfused_bytes = sum(r.dram_read + r.dram_write for r in per if "flash" not in r.kernel)
+    pipelines, at = {}, 0
+    for name, launches in WORKLOAD:
+        pipelines[name] = sum(r.dram_read + r.dram_write for r in per[at:at + launches])
+        at += launches
+    fused, unfused_bytes = pipelines["numba fused fp32"], pipelines["numba unfused fp32"]
     return AttentionDram(length=length, heads=heads, kernels=per, fused_dram_bytes=fused,
-                         unfused_dram_bytes=unfused_bytes, ratio=unfused_bytes / fused if fused else None)
+                         unfused_dram_bytes=unfused_bytes, ratio=unfused_bytes / fused if fused else None,
+                         pipelines=pipelines)
 
 
 def run_attention(args: argparse.Namespace) -> AttentionBench | None:

@@ -43,3 +43,4 @@ class AttentionDram(results.Record, schema="reductions_attention_ncu", version=1
     fused_dram_bytes: float
     unfused_dram_bytes: float
     ratio: float | None
+    pipelines: dict[str, float] = field(default_factory=dict)  # DRAM bytes of each pipeline the workload ran
