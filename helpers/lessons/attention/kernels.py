@@ -19,16 +19,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from numba import cuda, float32
 
+from helpers import results
 from helpers.backend import is_simulator
 from helpers.checks import poisoned
 from helpers.ledger import Ledger
 from helpers.lessons.softmax.kernels import default_threads, online_softmax_kernel, rows_kernel
+from helpers.lessons.softmax.record import fastest
 from helpers.validate import check_no_aliasing, require_array, require_flag, require_whole
+
+from .record import AttentionBench
 
 TILE = 16  # the unfused kernels' square tiles
 SHARED_ALIGN = None if is_simulator() else 16  # 16-byte aligned tiles: four floats per shared load
@@ -261,9 +266,35 @@ SIMULATOR_CONFIG = FlashConfig(16, 16, 4, 2)
 """16 query rows and 16-key tiles: small enough for the simulator, and the shape the ledger counts."""
 
 
-def default_config() -> FlashConfig:
-    """64 query rows and 64-key tiles on a GPU; 16 and 16 in the simulator."""
-    return SIMULATOR_CONFIG if is_simulator() else FlashConfig()
+FUSED_CONFIG = r"numba fused q(\d+)/k(\d+)/b(\d+)/s(\d+)"  # how the attention record names the fused kernel
+
+
+@lru_cache(maxsize=1)
+def measured_default_config() -> FlashConfig | None:
+    """The block shape the committed H200 record timed fastest at its longest sequence; None without the record."""
+    try:
+        bench = results.load(AttentionBench)
+    except results.ResultError:
+        return None
+    rows = sorted(bench.rows, key=lambda row: row.length)
+    found = fastest(rows[-1].measured, FUSED_CONFIG) if rows else None
+    return FlashConfig(*(int(x) for x in found[0].groups())) if found else None
+
+
+def default_config(head_dim: int | None = None) -> FlashConfig:
+    """16 query rows and 16-key tiles in the simulator; on a GPU the measured best
+    (:func:`measured_default_config`) where it fits ``head_dim``, else 64 and 64."""
+    if is_simulator():
+        return SIMULATOR_CONFIG
+    measured = measured_default_config()
+    if measured is not None and (head_dim is None or fits(measured, head_dim)):
+        return measured
+    return FlashConfig()
+
+
+def fits(config: FlashConfig, head_dim: int) -> bool:
+    """Whether a tile of ``block_k`` keys x ``head_dim`` splits evenly into the block's batches of loads."""
+    return (config.block_k * head_dim) % (config.block_q * config.batch) == 0
 
 
 _flash: dict[tuple[int, int, int, int, int, bool], Any] = {}
@@ -274,7 +305,7 @@ def flash_kernel(head_dim: int, config: FlashConfig, causal: bool) -> Any:
     head_dim, causal = require_whole("head_dim", head_dim), require_flag("causal", causal)
     if head_dim > 128 or head_dim % 4:
         raise ValueError(f"head size must be a multiple of 4 and at most 128 (a row is kept in registers), got {head_dim}")
-    if (config.block_k * head_dim) % (config.block_q * config.batch):
+    if not fits(config, head_dim):
         raise ValueError(f"a tile of {config.block_k} keys x {head_dim} must split evenly into batches of "
                          f"{config.batch} loads over {config.block_q} threads")
     if config.keys_per_step not in (1, 2, 4):
@@ -291,7 +322,7 @@ def run_fused(q: Any, k: Any, v: Any, out: Any, causal: bool = False, config: Fl
     no rows, L = 0)."""
     heads, length, d = _require_qkv(q, k, v, out)
     causal = require_flag("causal", causal)
-    config = config or default_config()
+    config = config or default_config(d)
     if not isinstance(config, FlashConfig):
         raise TypeError(f"`config` must be a FlashConfig, got {type(config).__name__}")
     if heads == 0 or length == 0:
@@ -354,7 +385,7 @@ def predicted_traffic(heads: int, length: int, d: int, config: FlashConfig | Non
     Fused: Q is read once, K and V once per block of query rows, O written once.
     """
     heads, length, d = (require_whole(n, x) for n, x in (("heads", heads), ("length", length), ("d", d)))
-    config = config or default_config()
+    config = config or default_config(d)
     f = 4  # bytes per float32
     tiles, col_tiles = math.ceil(length / TILE), math.ceil(d / TILE)
     row_blocks = math.ceil(length / config.block_q)

@@ -22,7 +22,7 @@ from helpers.harness.campaign import whole
 from helpers.harness.cli import Command
 from helpers.harness.peers import release_memory
 from helpers.lessons.dram import ncu
-from helpers.lessons.softmax.measure import (Implementation, checked_output, gpu_torch, keeper, measure_sizes,
+from helpers.lessons.softmax.measure import (Implementation, checked_output, fitting, gpu_torch, keeper, measure_sizes,
                                              plots_command, quick_option)
 from helpers.lessons.softmax.record import Measured
 from helpers.timing import time_gpu
@@ -68,15 +68,13 @@ def tiled_configs(d: int) -> list[tiled.TiledConfig]:  # the register-tiled shap
     if is_simulator():
         return [tiled.default_tiled_config(d)]
     shapes = [(64, 32, 4, 4), (64, 16, 4, 2), (32, 32, 4, 4), (64, 32, 8, 4), (64, 32, 4, 8), (128, 16, 8, 2)]
-    found = []
-    for shape in shapes:
-        config = tiled.TiledConfig(*shape)
-        try:
-            config.check(d)
-        except ValueError:
-            continue  # a shape this head size cannot use
-        found.append(config)
-    return found
+    return fitting([tiled.TiledConfig(*shape) for shape in shapes], d)
+
+
+def tensor_core_configs(d: int, passes: int) -> list[tensor_cores.TensorCoreConfig]:  # the shapes timed
+    if is_simulator():
+        return [tensor_cores.default_config(passes, d)]
+    return fitting([tensor_cores.TensorCoreConfig(w, k, passes) for w in (2, 4, 8) for k in (32, 64)], d)
 
 
 def numba_implementations(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray, bool], float],
@@ -104,11 +102,13 @@ def numba_implementations(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray
             lambda c=c: tiled.run_tiled(dq, dk, dv, out, False, c), False, tiled.tiled_kernel(d, c, False), c.threads())
     add("numba tiled causal", lambda: tiled.run_tiled(dq, dk, dv, out, True), True)
     for passes, precision in ((1, "TF32"), (3, "3xTF32")) if d % 16 == 0 else ():  # 16 head columns a read
-        c = tensor_cores.default_config(passes)
-        for causal in (False, True):
-            add(f"numba {precision} tensor cores" + (" causal" if causal else ""),
-                lambda c=c, causal=causal: tensor_cores.run_tensor_cores(dq, dk, dv, out, causal, c), causal,
-                tensor_cores.tensor_core_kernel(d, c, causal), 32 * c.warps, tf32=passes == 1)
+        for c in tensor_core_configs(d, passes):
+            add(f"numba {precision} tensor cores w{c.warps}/k{c.block_k}",
+                lambda c=c: tensor_cores.run_tensor_cores(dq, dk, dv, out, False, c), False,
+                tensor_cores.tensor_core_kernel(d, c, False), 32 * c.warps, tf32=passes == 1)
+        c = tensor_cores.default_config(passes, d)
+        add(f"numba {precision} tensor cores causal",
+            lambda c=c: tensor_cores.run_tensor_cores(dq, dk, dv, out, True, c), True, tf32=passes == 1)
     if unfused:
         s, p = attention.unfused_buffers(bh, length)
         add("numba unfused (S, P in memory)", lambda: attention.run_unfused(dq, dk, dv, s, p, out))

@@ -27,20 +27,24 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from numba import cuda, float32
 
+from helpers import results
 from helpers.backend import COMPILER, is_simulator
 from helpers.checks import poisoned
 from helpers.ledger import Ledger
 from helpers.lessons.roofline.kernels import load4, require_aligned, store4
 from helpers.lessons.softmax.kernels import lane_xor
+from helpers.lessons.softmax.record import fastest
 from helpers.validate import check_no_aliasing, require_array, require_flag, require_whole
 
 from .kernels import SHARED_ALIGN, _require_qkv
 
+from .record import AttentionBench
 from .tiled import SHARED_BYTES, TiledUnavailable
 
 if is_simulator():
@@ -140,9 +144,34 @@ class TensorCoreConfig:
                              f"the {SHARED_BYTES:,} a block holds without opting in: use a smaller block_k")
 
 
-def default_config(passes: int = 1) -> TensorCoreConfig:
-    """Four warps; 64-key tiles for one pass, 32 for three (not yet chosen by measurement)."""
-    return TensorCoreConfig(4, 64 if passes == 1 else 32, passes)
+TENSOR_CORE_CONFIG = r"numba (3x)?TF32 tensor cores w(\d+)/k(\d+)"  # how the attention record names them
+
+
+@lru_cache(maxsize=2)
+def measured_config(passes: int) -> TensorCoreConfig | None:
+    """The shape the committed H200 record timed fastest at its longest sequence for this many passes; None until
+    it has one."""
+    try:
+        bench = results.load(AttentionBench)
+    except results.ResultError:
+        return None
+    rows = sorted(bench.rows, key=lambda row: row.length)
+    prefix = "3x" if passes == 3 else ""
+    found = fastest(rows[-1].measured, TENSOR_CORE_CONFIG.replace("(3x)?", prefix)) if rows else None
+    return TensorCoreConfig(int(found[0].group(1)), int(found[0].group(2)), passes) if found else None
+
+
+def default_config(passes: int = 1, head_dim: int | None = None) -> TensorCoreConfig:
+    """The measured best (:func:`measured_config`) where it fits ``head_dim``; else four warps, with 64-key tiles
+    for one pass and 32 for three."""
+    measured = measured_config(passes)
+    if measured is not None and not is_simulator():
+        try:
+            measured.check(head_dim or 16)
+            return measured
+        except ValueError:
+            pass  # its tiles do not fit this head size: the fallback below
+    return TensorCoreConfig(4, 64 if passes == 1 and (head_dim or 64) <= 64 else 32, passes)
 
 
 def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes):
@@ -417,7 +446,7 @@ def run_tensor_cores(q: Any, k: Any, v: Any, out: Any, causal: bool = False,
         raise TiledUnavailable(f"mma.sync is an llvmlite @intrinsic, which {COMPILER[0]} cannot lower")
     heads, length, d = _require_qkv(q, k, v, out)
     causal = require_flag("causal", causal)
-    config = config or default_config()
+    config = config or default_config(1, d)
     if not isinstance(config, TensorCoreConfig):
         raise TypeError(f"`config` must be a TensorCoreConfig, got {type(config).__name__}")
     kernel = tensor_core_kernel(d, config, causal)

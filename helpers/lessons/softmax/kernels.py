@@ -20,16 +20,20 @@ stand-ins that exchange values through shared memory: same results, same argumen
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from numba import cuda, float32
 
+from helpers import results
 from helpers.backend import is_simulator
 from helpers.checks import poisoned
 from helpers.device import LaunchTooLarge, check_launch_fits
 from helpers.ledger import Ledger
 from helpers.validate import check_no_aliasing, require_array, require_whole
+
+from .record import SoftmaxBench, fastest
 
 FULL_MASK = 0xFFFFFFFF
 WARP = 32
@@ -377,10 +381,44 @@ def pipelined_kernel(n_cols: int, threads: int) -> Any:
     return _pipelined[key]
 
 
+FUSED_THREADS = r"numba fused, (\d+) threads/row"  # how the softmax record names the row-in-registers kernel
+
+
+@lru_cache(maxsize=1)
+def _measured_threads() -> dict[int, int]:
+    """Row length -> threads per row the committed H200 record timed fastest for the row-in-registers kernel
+    (where a length was timed at two row counts, the larger decides); empty without the record."""
+    try:
+        bench = results.load(SoftmaxBench)
+    except results.ResultError:
+        return {}
+    best: dict[int, tuple[int, int]] = {}
+    for row in bench.rows:
+        found = fastest(row.measured, FUSED_THREADS)
+        if found and row.rows >= best.get(row.cols, (0, 0))[0]:
+            best[row.cols] = (row.rows, int(found[0].group(1)))
+    return {cols: threads for cols, (_, threads) in best.items()}
+
+
+def measured_default_threads(n_cols: int) -> int | None:
+    """The committed fastest threads per row at the committed row length nearest ``n_cols`` (on a log scale; a
+    tie goes to the longer row), if that many threads can hold the row; else None."""
+    measured = _measured_threads()
+    if not measured:
+        return None
+    nearest = min(measured, key=lambda cols: (abs(math.log(cols / n_cols)), -cols))
+    threads = measured[nearest]
+    return threads if n_cols <= 64 * threads else None
+
+
 def default_threads(n_cols: int) -> int:
-    """Threads per row block: about 8 to 16 elements per thread, a multiple of the warp."""
+    """Threads per row block: the measured best (:func:`measured_default_threads`) on a GPU, else about 8 to 16
+    elements per thread, a multiple of the warp; 32 in the simulator."""
     if is_simulator():
         return WARP
+    measured = measured_default_threads(n_cols)
+    if measured is not None:
+        return measured
     return int(min(MAX_THREADS, max(WARP, WARP * math.ceil(n_cols / 16 / WARP))))
 
 

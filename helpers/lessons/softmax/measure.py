@@ -103,23 +103,27 @@ def numba_softmaxes(cols: int, variants: bool) -> dict[str, tuple[Callable[..., 
     return runs
 
 
+def fitting(configs: Sequence[Any], size: int) -> list[Any]:
+    """The configurations whose ``check(size)`` passes (the others cannot run this size)."""
+    found = []
+    for config in configs:
+        try:
+            config.check(size)
+        except ValueError:
+            continue
+        found.append(config)
+    return found
+
+
 def vector_configs(cols: int, variants: bool) -> list[vector.VectorConfig]:
     """The 16-byte kernel's shapes timed: every lanes x rows-per-block up to 512 threads that fits ``cols``."""
     if cols % 4:
         return []
     if not variants:
         return [vector.default_vector_config(cols)]
-    found = []
-    for lanes in (32, 64, 128, 256):
-        for per_block in (1, 2, 4, 8):
-            config = vector.VectorConfig(lanes, per_block)
-            try:
-                config.check(cols)
-            except ValueError:
-                continue  # too many float4s per lane for this row
-            if config.threads() <= 512:
-                found.append(config)
-    return found
+    shapes = [vector.VectorConfig(lanes, rows) for lanes in (32, 64, 128, 256) for rows in (1, 2, 4, 8)
+              if lanes * rows <= 512]
+    return fitting(shapes, cols)
 
 
 def torch_builder(rows: Rows, function: Callable[[Any], Any]) -> Builder:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from helpers import results
 
@@ -18,6 +20,16 @@ class Measured:
     note: str = ""
     registers: int | None = None  # per thread, for a Numba kernel (None for torch or the simulator)
     threads_per_block: int | None = None
+
+
+def fastest(measured: Sequence[Measured], pattern: str) -> tuple[re.Match[str], float] | None:
+    """The fastest timed entry whose whole name matches ``pattern`` (a regular expression): its match and time."""
+    timed = [(m.median_ms, found) for m in measured
+             if m.median_ms is not None and (found := re.fullmatch(pattern, m.name)) is not None]
+    if not timed:
+        return None
+    ms, found = min(timed, key=lambda pair: pair[0])
+    return found, ms
 
 
 @dataclass
