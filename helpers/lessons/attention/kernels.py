@@ -25,15 +25,13 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32
 
-from helpers import results
 from helpers.backend import is_simulator
 from helpers.checks import poisoned
 from helpers.ledger import Ledger
 from helpers.lessons.softmax.kernels import default_threads, online_softmax_kernel, rows_kernel
-from helpers.lessons.softmax.record import fastest
 from helpers.validate import check_no_aliasing, require_array, require_flag, require_whole
 
-from .record import AttentionBench
+from .record import fastest_at_longest
 
 TILE = 16  # the unfused kernels' square tiles
 SHARED_ALIGN = None if is_simulator() else 16  # 16-byte aligned tiles: four floats per shared load
@@ -272,13 +270,8 @@ FUSED_CONFIG = r"numba fused q(\d+)/k(\d+)/b(\d+)/s(\d+)"  # how the attention r
 @lru_cache(maxsize=1)
 def measured_default_config() -> FlashConfig | None:
     """The block shape the committed H200 record timed fastest at its longest sequence; None without the record."""
-    try:
-        bench = results.load(AttentionBench)
-    except results.ResultError:
-        return None
-    rows = sorted(bench.rows, key=lambda row: row.length)
-    found = fastest(rows[-1].measured, FUSED_CONFIG) if rows else None
-    return FlashConfig(*(int(x) for x in found[0].groups())) if found else None
+    shape = fastest_at_longest(FUSED_CONFIG)
+    return FlashConfig(*shape) if shape else None
 
 
 def default_config(head_dim: int | None = None) -> FlashConfig:
@@ -331,11 +324,16 @@ def run_fused(q: Any, k: Any, v: Any, out: Any, causal: bool = False, config: Fl
     flash_kernel(d, config, causal)[blocks, config.block_q](q, k, v, out, float32(1 / math.sqrt(d)))
 
 
-def count_ledgers(heads: int = 1, length: int = 40, d: int = 8) -> list[Ledger]:
-    """Both pipelines on random (heads, L, d) inputs, each in a ledger (fused with :data:`SIMULATOR_CONFIG`)."""
+def random_qkv(heads: int, length: int, d: int) -> tuple[Any, Any, Any, Any]:
+    """Random Q, K and V of shape (heads, L, d) on the device, and a poisoned output of that shape."""
     rng = np.random.default_rng()
     q, k, v = (cuda.to_device(rng.standard_normal((heads, length, d)).astype(np.float32)) for _ in range(3))
-    out = poisoned(heads * length * d).reshape(heads, length, d)
+    return q, k, v, poisoned(heads * length * d).reshape(heads, length, d)
+
+
+def count_ledgers(heads: int = 1, length: int = 40, d: int = 8) -> list[Ledger]:
+    """Both pipelines on random (heads, L, d) inputs, each in a ledger (fused with :data:`SIMULATOR_CONFIG`)."""
+    q, k, v, out = random_qkv(heads, length, d)
     s, p = unfused_buffers(heads, length)
     with Ledger("unfused") as unfused:
         run_unfused(q, k, v, s, p, out)

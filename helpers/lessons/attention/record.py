@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from helpers import results
-from helpers.lessons.softmax.record import Measured
+from helpers.lessons.softmax.record import Measured, committed_fastest
 
 
 @dataclass
@@ -44,3 +44,10 @@ class AttentionDram(results.Record, schema="reductions_attention_ncu", version=1
     unfused_dram_bytes: float
     ratio: float | None
     pipelines: dict[str, float] = field(default_factory=dict)  # DRAM bytes of each pipeline the workload ran
+
+
+def fastest_at_longest(pattern: str) -> tuple[int, ...] | None:
+    """The numbers in the name of the fastest entry matching ``pattern`` at the committed record's longest
+    sequence (the H200's), e.g. a block shape; None without the record or such an entry."""
+    found = committed_fastest(AttentionBench, pattern, key=lambda row: row.length)
+    return tuple(int(x) for x in found[max(found)].groups() if x is not None) if found else None

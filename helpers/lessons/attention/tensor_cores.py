@@ -33,19 +33,16 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32
 
-from helpers import results
-from helpers.backend import COMPILER, is_simulator
-from helpers.checks import poisoned
+from helpers.backend import is_simulator
 from helpers.ledger import Ledger
-from helpers.lessons.roofline.kernels import load4, require_aligned, store4
+from helpers.lessons.roofline.kernels import load4, store4
 from helpers.lessons.softmax.kernels import lane_xor
-from helpers.lessons.softmax.record import fastest
 from helpers.validate import check_no_aliasing, require_array, require_flag, require_whole
 
-from .kernels import SHARED_ALIGN, _require_qkv
+from .kernels import SHARED_ALIGN, random_qkv
 
-from .record import AttentionBench
-from .tiled import SHARED_BYTES, TiledUnavailable
+from .record import fastest_at_longest
+from .tiled import SHARED_BYTES, checked_config, checked_kernel, launch_flat, require_flat_qkv
 
 if is_simulator():
     _posted: dict[tuple[int, ...], tuple[float, ...]] = {}
@@ -151,14 +148,8 @@ TENSOR_CORE_CONFIG = r"numba (3x)?TF32 tensor cores w(\d+)/k(\d+)"  # how the at
 def measured_config(passes: int) -> TensorCoreConfig | None:
     """The shape the committed H200 record timed fastest at its longest sequence for this many passes; None until
     it has one."""
-    try:
-        bench = results.load(AttentionBench)
-    except results.ResultError:
-        return None
-    rows = sorted(bench.rows, key=lambda row: row.length)
-    prefix = "3x" if passes == 3 else ""
-    found = fastest(rows[-1].measured, TENSOR_CORE_CONFIG.replace("(3x)?", prefix)) if rows else None
-    return TensorCoreConfig(int(found[0].group(1)), int(found[0].group(2)), passes) if found else None
+    shape = fastest_at_longest(TENSOR_CORE_CONFIG.replace("(3x)?", "3x" if passes == 3 else ""))
+    return TensorCoreConfig(*shape, passes) if shape else None
 
 
 def default_config(passes: int = 1, head_dim: int | None = None) -> TensorCoreConfig:
@@ -392,16 +383,13 @@ def make_gemm_kernel(b_is_n_by_k, causal):
     return gemm_tf32_kernel
 
 
-_gemms: dict[tuple[bool, bool], Any] = {}
+_gemm_kernel = lru_cache(maxsize=None)(make_gemm_kernel)
 
 
 def _gemm(a: Any, b: Any, c: Any, heads: int, m: int, n: int, k: int, scale: float, b_is_n_by_k: bool,
           causal: bool) -> None:
-    key = (b_is_n_by_k, causal)
-    if key not in _gemms:
-        _gemms[key] = make_gemm_kernel(b_is_n_by_k, causal)
     grid = ((n + 63) // 64, (m + 63) // 64, heads)
-    _gemms[key][grid, 128](a, b, c, m, n, k, float32(scale))
+    _gemm_kernel(b_is_n_by_k, causal)[grid, 128](a, b, c, m, n, k, float32(scale))
 
 
 def run_unfused_tensor_cores(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, causal: bool = False) -> None:
@@ -409,7 +397,7 @@ def run_unfused_tensor_cores(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, c
     O = P V on tensor cores: the unfused pipeline, S and P through memory, with TF32 products."""
     from .kernels import unfused_softmax  # the same softmax launch as the float32 unfused pipeline
 
-    heads, length, d = _require_qkv(q, k, v, out)
+    heads, length, d = require_flat_qkv(q, k, v, out, "the unfused TF32 pipeline")
     causal = require_flag("causal", causal)
     for name, a in (("s", s), ("p", p)):
         require_array(name, a, shape=(heads * length, length), dtype=np.float32)
@@ -425,48 +413,30 @@ def run_unfused_tensor_cores(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, c
     _gemm(p_flat, v, out, heads, length, d, length, 1.0, False, False)
 
 
-_kernels: dict[tuple[int, TensorCoreConfig, bool], Any] = {}
-
-
 def tensor_core_kernel(head_dim: int, config: TensorCoreConfig, causal: bool) -> Any:
     """The kernel for this head size, shape, masking and number of passes (compiled once each)."""
-    head_dim, causal = require_whole("head_dim", head_dim), require_flag("causal", causal)
-    config.check(head_dim)
-    key = (head_dim, config, causal)
-    if key not in _kernels:
-        _kernels[key] = make_tensor_core_attention_kernel(head_dim, config.warps, config.block_k, causal,
-                                                          config.passes)
-    return _kernels[key]
+    return checked_kernel(_make, head_dim, config, causal)
+
+
+def _make(d: int, c: TensorCoreConfig, causal: bool) -> Any:
+    return make_tensor_core_attention_kernel(d, c.warps, c.block_k, causal, c.passes)
 
 
 def run_tensor_cores(q: Any, k: Any, v: Any, out: Any, causal: bool = False,
                      config: TensorCoreConfig | None = None) -> None:
     """One launch of the TF32 tensor-core kernel; allocates nothing.  Contiguous, 16-byte-aligned arrays."""
-    if COMPILER[0]:
-        raise TiledUnavailable(f"mma.sync is an llvmlite @intrinsic, which {COMPILER[0]} cannot lower")
-    heads, length, d = _require_qkv(q, k, v, out)
-    causal = require_flag("causal", causal)
-    config = config or default_config(1, d)
-    if not isinstance(config, TensorCoreConfig):
-        raise TypeError(f"`config` must be a TensorCoreConfig, got {type(config).__name__}")
-    kernel = tensor_core_kernel(d, config, causal)
-    for name, a in (("q", q), ("k", k), ("v", v), ("out", out)):
-        if not is_simulator() and not a.is_c_contiguous():
-            raise ValueError(f"`{name}` must be C-contiguous: the kernel reads it as one flat array")
-    require_aligned({"q": q, "k": k, "v": v, "out": out})
-    if heads == 0 or length == 0:
-        return
-    q, k, v, out = (a.reshape(heads * length * d) for a in (q, k, v, out))  # one head after another
-    blocks = ((length + 16 * config.warps - 1) // (16 * config.warps), heads)
-    kernel[blocks, 32 * config.warps](q, k, v, out, length, float32(math.log2(math.e) / math.sqrt(d)))
+    heads, length, d = require_flat_qkv(q, k, v, out, "the tensor-core kernel")
+    config = checked_config(config or default_config(1, d), TensorCoreConfig)
+    kernel = tensor_core_kernel(d, config, require_flag("causal", causal))
+    if heads and length:
+        rows = 16 * config.warps
+        launch_flat(kernel, ((length + rows - 1) // rows, heads), 32 * config.warps, q, k, v, out)
 
 
 def count_tensor_cores(heads: int = 1, length: int = 40, d: int = 16, causal: bool = False,
                        shape: tuple[int, int, int] = (1, 16, 1)) -> list[Ledger]:
     """The tensor-core kernel once on random inputs, in a ledger (for :meth:`Ledger.counted_in_simulator`)."""
-    rng = np.random.default_rng()
-    q, k, v = (cuda.to_device(rng.standard_normal((heads, length, d)).astype(np.float32)) for _ in range(3))
-    out = poisoned(heads * length * d).reshape(heads, length, d)
+    q, k, v, out = random_qkv(heads, length, d)
     with Ledger(f"tensor cores causal={causal}") as ledger:
         run_tensor_cores(q, k, v, out, causal, TensorCoreConfig(*shape))
     return [ledger]

@@ -28,29 +28,21 @@ import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
-import numpy as np
 from numba import cuda, float32
 
-from helpers import results
-from helpers.backend import COMPILER, is_simulator
-from helpers.checks import poisoned
+from helpers.backend import is_simulator
 from helpers.ledger import Ledger
-from helpers.lessons.roofline.kernels import load4, require_aligned, store4
+from helpers.lessons.roofline.kernels import load4, require_flat_and_aligned, store4
 from helpers.lessons.softmax.kernels import lane_xor
-from helpers.lessons.softmax.record import fastest
 from helpers.validate import require_flag, require_whole
 
-from .kernels import SHARED_ALIGN, _require_qkv
-from .record import AttentionBench
+from .kernels import SHARED_ALIGN, _require_qkv, random_qkv
+from .record import fastest_at_longest
 
 SHARED_BYTES = 48 * 1024  # the static shared memory a block may hold without opting in
 WARP = 32
-
-
-class TiledUnavailable(RuntimeError):
-    """The tiled kernel cannot run with this compiler."""
 
 
 @dataclass(frozen=True)
@@ -104,13 +96,8 @@ TILED_CONFIG = r"numba tiled q(\d+)/k(\d+)/r(\d+)x(\d+)"  # how the attention re
 @lru_cache(maxsize=1)
 def measured_tiled_config() -> TiledConfig | None:
     """The tiled shape the committed H200 record timed fastest at its longest sequence; None until it has one."""
-    try:
-        bench = results.load(AttentionBench)
-    except results.ResultError:
-        return None
-    rows = sorted(bench.rows, key=lambda row: row.length)
-    found = fastest(rows[-1].measured, TILED_CONFIG) if rows else None
-    return TiledConfig(*(int(x) for x in found[0].groups())) if found else None
+    shape = fastest_at_longest(TILED_CONFIG)
+    return TiledConfig(*shape) if shape else None
 
 
 def default_tiled_config(d: int) -> TiledConfig:
@@ -274,41 +261,55 @@ def make_tiled_attention_kernel(head_dim, block_q, block_k, rows, keys, causal):
     return tiled_attention_kernel
 
 
-_tiled: dict[tuple[int, TiledConfig, bool], Any] = {}
+def checked_kernel(make: Callable[[int, Any, bool], Any], head_dim: int, config: Any, causal: bool) -> Any:
+    """``make(head_dim, config, causal)`` once the shape is checked for this head size (compiled once each)."""
+    head_dim, causal = require_whole("head_dim", head_dim), require_flag("causal", causal)
+    config.check(head_dim)
+    return _compiled(make, head_dim, config, causal)
+
+
+@lru_cache(maxsize=None)
+def _compiled(make: Callable[[int, Any, bool], Any], d: int, config: Any, causal: bool) -> Any:
+    return make(d, config, causal)
 
 
 def tiled_kernel(head_dim: int, config: TiledConfig, causal: bool) -> Any:
     """The tiled kernel for this head size, shape and masking (compiled once each)."""
-    head_dim, causal = require_whole("head_dim", head_dim), require_flag("causal", causal)
-    config.check(head_dim)
-    key = (head_dim, config, causal)
-    if key not in _tiled:
-        _tiled[key] = make_tiled_attention_kernel(head_dim, config.block_q, config.block_k, config.rows,
-                                                  config.keys, causal)
-    return _tiled[key]
+    return checked_kernel(_make_tiled, head_dim, config, causal)
+
+
+def _make_tiled(d: int, c: TiledConfig, causal: bool) -> Any:
+    return make_tiled_attention_kernel(d, c.block_q, c.block_k, c.rows, c.keys, causal)
 
 
 def run_tiled(q: Any, k: Any, v: Any, out: Any, causal: bool = False, config: TiledConfig | None = None) -> None:
     """One launch of the register-tiled kernel; allocates nothing.  The arrays must be contiguous and
     16-byte aligned (fresh device arrays are)."""
-    if COMPILER[0]:
-        raise TiledUnavailable(f"the tiled kernel's 16-byte accesses are llvmlite @intrinsics, which "
-                               f"{COMPILER[0]} cannot lower")
-    heads, length, d = _require_qkv(q, k, v, out)
-    causal = require_flag("causal", causal)
-    config = config or default_tiled_config(d)
-    if not isinstance(config, TiledConfig):
-        raise TypeError(f"`config` must be a TiledConfig, got {type(config).__name__}")
-    kernel = tiled_kernel(d, config, causal)
-    for name, a in (("q", q), ("k", k), ("v", v), ("out", out)):
-        if not is_simulator() and not a.is_c_contiguous():
-            raise ValueError(f"`{name}` must be C-contiguous: the tiled kernel reads it as one flat array")
-    require_aligned({"q": q, "k": k, "v": v, "out": out})
-    if heads == 0 or length == 0:
-        return
+    heads, length, d = require_flat_qkv(q, k, v, out, "the tiled kernel")
+    config = checked_config(config or default_tiled_config(d), TiledConfig)
+    kernel = tiled_kernel(d, config, require_flag("causal", causal))
+    if heads and length:
+        launch_flat(kernel, ((length + config.block_q - 1) // config.block_q, heads), config.threads(), q, k, v, out)
+
+
+def require_flat_qkv(q: Any, k: Any, v: Any, out: Any, what: str) -> tuple[int, int, int]:
+    """(heads, L, d) of four float32 arrays of one shape that ``what`` can read as flat runs of float4s."""
+    shape = _require_qkv(q, k, v, out)
+    require_flat_and_aligned({"q": q, "k": k, "v": v, "out": out}, what)
+    return shape
+
+
+def checked_config(config: Any, kind: type) -> Any:
+    if not isinstance(config, kind):
+        raise TypeError(f"`config` must be a {kind.__name__}, got {type(config).__name__}")
+    return config
+
+
+def launch_flat(kernel: Any, blocks: tuple[int, int], threads: int, q: Any, k: Any, v: Any, out: Any) -> None:
+    """Launch a flat-array attention kernel: the four arrays one head after another, and the scale in base 2."""
+    heads, length, d = q.shape
     q, k, v, out = (a.reshape(heads * length * d) for a in (q, k, v, out))  # one head after another
-    blocks = ((length + config.block_q - 1) // config.block_q, heads)
-    kernel[blocks, config.threads()](q, k, v, out, length, float32(math.log2(math.e) / math.sqrt(d)))
+    kernel[blocks, threads](q, k, v, out, length, float32(math.log2(math.e) / math.sqrt(d)))
 
 
 def attention_flops(heads: int, length: int, d: int, causal: bool) -> int:
@@ -323,9 +324,7 @@ def attention_flops(heads: int, length: int, d: int, causal: bool) -> int:
 def count_tiled(heads: int = 1, length: int = 40, d: int = 16, causal: bool = False,
                 shape: tuple[int, int, int, int] = (32, 16, 2, 4)) -> list[Ledger]:
     """The tiled kernel once on random inputs, in a ledger (for :meth:`Ledger.counted_in_simulator`)."""
-    rng = np.random.default_rng()
-    q, k, v = (cuda.to_device(rng.standard_normal((heads, length, d)).astype(np.float32)) for _ in range(3))
-    out = poisoned(heads * length * d).reshape(heads, length, d)
+    q, k, v, out = random_qkv(heads, length, d)
     with Ledger(f"tiled causal={causal}") as ledger:
         run_tiled(q, k, v, out, causal, TiledConfig(*shape))
     return [ledger]

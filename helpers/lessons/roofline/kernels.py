@@ -381,14 +381,27 @@ def _launch_vector_resident(kernel: Any) -> Callable[..., None]:
     return launch
 
 
+def require_llvmlite(what: str) -> None:
+    """Raise :class:`Unavailable` under numba-cuda-mlir, which cannot lower ``what``'s llvmlite ``@intrinsic``."""
+    if COMPILER[0]:
+        raise Unavailable(f"{COMPILER[0]} lowers kernels through MLIR, not llvmlite, so {what} "
+                          "cannot be compiled: it needs numba-cuda")
+
+
+def require_flat_and_aligned(arrays: dict[str, Any], what: str) -> None:
+    """For a kernel that reads arrays as flat runs of float4s: numba-cuda, and contiguous, 16-byte-aligned arrays."""
+    require_llvmlite(f"{what} (its 16-byte accesses are an @intrinsic)")
+    for name, array in arrays.items():
+        if not is_simulator() and not array.is_c_contiguous():
+            raise ValueError(f"`{name}` must be C-contiguous: {what} reads it as one flat array")
+    require_aligned(arrays)
+
+
 def llvmlite_only(launch: Callable[..., None]) -> Callable[..., None]:
     """A launcher whose kernel calls an llvmlite ``@intrinsic``, which numba-cuda-mlir cannot lower."""
 
     def checked(a: Any, b: Any, c: Any, s: float, out: Any) -> None:
-        if COMPILER[0]:
-            raise Unavailable(f"{COMPILER[0]} lowers kernels through MLIR, not llvmlite, so this kernel's "
-                              "@intrinsic (a 16-byte access, or a pointer for the linked CUDA C) cannot be "
-                              "compiled: it needs numba-cuda")
+        require_llvmlite("this kernel's @intrinsic (a 16-byte access, or a pointer for the linked CUDA C)")
         launch(a, b, c, s, out)
 
     return checked

@@ -20,20 +20,20 @@ stand-ins that exchange values through shared memory: same results, same argumen
 from __future__ import annotations
 
 import math
+import re
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from numba import cuda, float32
 
-from helpers import results
 from helpers.backend import is_simulator
 from helpers.checks import poisoned
 from helpers.device import LaunchTooLarge, check_launch_fits
 from helpers.ledger import Ledger
 from helpers.validate import check_no_aliasing, require_array, require_whole
 
-from .record import SoftmaxBench, fastest
+from .record import SoftmaxBench, committed_fastest, nearest
 
 FULL_MASK = 0xFFFFFFFF
 WARP = 32
@@ -385,30 +385,17 @@ FUSED_THREADS = r"numba fused, (\d+) threads/row"  # how the softmax record name
 
 
 @lru_cache(maxsize=1)
-def _measured_threads() -> dict[int, int]:
-    """Row length -> threads per row the committed H200 record timed fastest for the row-in-registers kernel
-    (where a length was timed at two row counts, the larger decides); empty without the record."""
-    try:
-        bench = results.load(SoftmaxBench)
-    except results.ResultError:
-        return {}
-    best: dict[int, tuple[int, int]] = {}
-    for row in bench.rows:
-        found = fastest(row.measured, FUSED_THREADS)
-        if found and row.rows >= best.get(row.cols, (0, 0))[0]:
-            best[row.cols] = (row.rows, int(found[0].group(1)))
-    return {cols: threads for cols, (_, threads) in best.items()}
+def _measured_threads() -> dict[int, re.Match[str]]:
+    """Row length -> the committed H200 record's fastest row-in-registers kernel (the larger row count decides)."""
+    return committed_fastest(SoftmaxBench, FUSED_THREADS, key=lambda row: row.cols, weight=lambda row: row.rows)
 
 
 def measured_default_threads(n_cols: int) -> int | None:
     """The committed fastest threads per row at the committed row length nearest ``n_cols`` (on a log scale; a
     tie goes to the longer row), if that many threads can hold the row; else None."""
-    measured = _measured_threads()
-    if not measured:
-        return None
-    nearest = min(measured, key=lambda cols: (abs(math.log(cols / n_cols)), -cols))
-    threads = measured[nearest]
-    return threads if n_cols <= 64 * threads else None
+    found = nearest(_measured_threads(), n_cols)
+    threads = int(found.group(1)) if found else None
+    return threads if threads and n_cols <= 64 * threads else None
 
 
 def default_threads(n_cols: int) -> int:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from helpers import results
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -30,6 +33,29 @@ def fastest(measured: Sequence[Measured], pattern: str) -> tuple[re.Match[str], 
         return None
     ms, found = min(timed, key=lambda pair: pair[0])
     return found, ms
+
+
+def committed_fastest(cls: type[results.Record], pattern: str, key: Callable[[Any], int],
+                      weight: Callable[[Any], int] = lambda row: 0) -> dict[int, re.Match[str]]:
+    """For each ``key(row)`` of the committed ``cls`` record (the H200's), the match of its fastest entry named by
+    ``pattern``; where rows share a key, the one of most ``weight`` decides.  Empty without the record."""
+    try:
+        bench = results.load(cls)
+    except results.ResultError:
+        return {}
+    best: dict[int, tuple[int, re.Match[str]]] = {}
+    for row in bench.rows:  # type: ignore[attr-defined]
+        found = fastest(row.measured, pattern)
+        if found and (key(row) not in best or weight(row) >= best[key(row)][0]):
+            best[key(row)] = (weight(row), found[0])
+    return {k: match for k, (_, match) in best.items()}
+
+
+def nearest(by_size: dict[int, T], size: int) -> T | None:
+    """The value at the size nearest ``size`` on a log scale (a tie goes to the larger); None when empty."""
+    if not by_size:
+        return None
+    return by_size[min(by_size, key=lambda s: (abs(math.log(s / size)), -s))]
 
 
 @dataclass

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -19,19 +20,14 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32
 
-from helpers import results
-from helpers.backend import COMPILER, is_simulator
+from helpers.backend import is_simulator
 from helpers.checks import poisoned
 from helpers.ledger import Ledger
-from helpers.lessons.roofline.kernels import load4, require_aligned, store4
+from helpers.lessons.roofline.kernels import load4, require_flat_and_aligned, store4
 from helpers.validate import require_whole
 
 from .kernels import WARP, _require_matrix, lane_xor
-from .record import SoftmaxBench, fastest
-
-
-class VectorUnavailable(RuntimeError):
-    """The 16-byte softmax cannot run with this compiler."""
+from .record import SoftmaxBench, committed_fastest, nearest
 
 
 @dataclass(frozen=True)
@@ -61,27 +57,17 @@ VECTOR_CONFIG = r"numba 16-byte, (\d+) lanes/row, (\d+) rows/block"  # how the s
 
 
 @lru_cache(maxsize=1)
-def _measured() -> dict[int, VectorConfig]:
-    """Row length -> the shape the committed H200 record timed fastest (the larger row count decides a tie of
-    lengths); empty until the record has one."""
-    try:
-        bench = results.load(SoftmaxBench)
-    except results.ResultError:
-        return {}
-    best: dict[int, tuple[int, VectorConfig]] = {}
-    for row in bench.rows:
-        found = fastest(row.measured, VECTOR_CONFIG)
-        if found and row.rows >= best.get(row.cols, (0, None))[0]:
-            best[row.cols] = (row.rows, VectorConfig(int(found[0].group(1)), int(found[0].group(2))))
-    return {cols: config for cols, (_, config) in best.items()}
+def _measured() -> dict[int, re.Match[str]]:
+    """Row length -> the committed H200 record's fastest shape of this kernel (the larger row count decides)."""
+    return committed_fastest(SoftmaxBench, VECTOR_CONFIG, key=lambda row: row.cols, weight=lambda row: row.rows)
 
 
 def default_vector_config(cols: int) -> VectorConfig:
     """The committed fastest shape at the nearest committed row length (log scale), where it fits ``cols``;
     else a warp per row up to 2,048 columns (four rows a block), then a warp per 2,048 columns."""
-    measured = _measured()
-    if measured and not is_simulator():
-        config = measured[min(measured, key=lambda c: (abs(math.log(c / cols)), -c))]
+    found = nearest(_measured(), cols)
+    if found and not is_simulator():
+        config = VectorConfig(int(found.group(1)), int(found.group(2)))
         try:
             config.check(cols)
             return config
@@ -168,17 +154,12 @@ def vector_kernel(cols: int, config: VectorConfig) -> Any:
 
 def run_vector(x: Any, out: Any, config: VectorConfig | None = None) -> None:
     """One launch of the 16-byte softmax; ``out`` may be ``x``.  Contiguous, 16-byte-aligned matrices."""
-    if COMPILER[0]:
-        raise VectorUnavailable(f"the 16-byte accesses are llvmlite @intrinsics, which {COMPILER[0]} cannot lower")
     rows, cols = _require_matrix(x, out)
+    require_flat_and_aligned({"x": x, "out": out}, "the 16-byte softmax")
     config = config or default_vector_config(cols)
     if not isinstance(config, VectorConfig):
         raise TypeError(f"`config` must be a VectorConfig, got {type(config).__name__}")
     kernel = vector_kernel(cols, config)
-    for name, a in (("x", x), ("out", out)):
-        if not is_simulator() and not a.is_c_contiguous():
-            raise ValueError(f"`{name}` must be C-contiguous: the kernel reads it as one flat array")
-    require_aligned({"x": x, "out": out})
     x, out = x.reshape(rows * cols), out.reshape(rows * cols)  # row after row
     kernel[(rows + config.rows_per_block - 1) // config.rows_per_block, config.threads()](x, out, rows)
 
