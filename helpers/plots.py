@@ -11,11 +11,13 @@ from .ledger import Ledger
 from .timing import Timing
 
 
-def plot_trips_vs_runtime(entries: Sequence[tuple[Ledger, Timing | None]], *, title: str | None = None) -> Figure:
+def plot_trips_vs_runtime(entries: Sequence[tuple[Ledger, Timing | float | None]], *, title: str | None = None,
+                          runtime_source: str | None = None) -> Figure:
     """Bytes per element (with trips in the labels) against median runtime, one point per pipeline.
 
-    Where there is no timing (the simulator) the runtime panel says so instead of
-    inventing a number, and only the counted traffic is drawn.
+    A runtime is a :class:`Timing` measured now, or a median in milliseconds read from a committed run, whose
+    origin ``runtime_source`` names above the runtime panel.  Where there is no runtime at all (the simulator,
+    with nothing committed) the panel says so instead of inventing a number, and only the counted traffic is drawn.
     """
     if not entries:
         raise ValueError("nothing to plot: pass (ledger, timing) pairs")
@@ -29,11 +31,13 @@ def plot_trips_vs_runtime(entries: Sequence[tuple[Ledger, Timing | None]], *, ti
     traffic.set_xlim(0, max(per_element) * 1.35)
     traffic.invert_yaxis()
 
-    timed = [(ledger, timing) for ledger, timing in entries if timing is not None]
+    timed = [(ledger, timing if isinstance(timing, Timing) else float(timing))
+             for ledger, timing in entries if timing is not None]
     if timed:
         labelled: list[tuple[float, float]] = []
-        for ledger, timing in timed:
-            point = (ledger.bytes_per_element(), timing.median_ms)
+        medians = [timing.median_ms if isinstance(timing, Timing) else timing for _, timing in timed]
+        for (ledger, _), median in zip(timed, medians):
+            point = (ledger.bytes_per_element(), median)
             runtime.scatter(*point, s=60, zorder=3)
             # points that (nearly) coincide get their labels stacked, not drawn over each other
             below = sum(1 for x, y in labelled if x == point[0] and abs(y - point[1]) <= 0.08 * max(y, point[1]))
@@ -42,9 +46,11 @@ def plot_trips_vs_runtime(entries: Sequence[tuple[Ledger, Timing | None]], *, ti
                              textcoords="offset points", va="center")
         runtime.set_xlabel("bytes moved per element")
         runtime.set_ylabel("median runtime (ms)")
-        runtime.set_xlim(0, max(per_element) * 1.6)
-        runtime.set_ylim(0, max(t.median_ms for _, t in timed) * 1.25)
+        runtime.set_xlim(0, max(per_element) * 2.0)  # room for the longest label right of its point
+        runtime.set_ylim(0, max(medians) * 1.25)
         runtime.grid(alpha=0.3)
+        if runtime_source:
+            runtime.set_title(runtime_source, fontsize=8)
     else:
         runtime.text(0.5, 0.5, "no runtime in the simulator:\nrun on a GPU to measure", ha="center", va="center")
         runtime.set_axis_off()

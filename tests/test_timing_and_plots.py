@@ -203,3 +203,18 @@ def test_an_l2_flush_runs_before_every_repeat_and_outside_the_timed_span():
     result = timing.event_samples(lambda: calls.append(1), 7, before=lambda: (calls.append(0), flush()))
     assert len(result) == 7 and calls == [0, 1] * 7
     assert timing.time_gpu(lambda: None, repeats=3, warmup=0, flush_l2=True).samples_ms
+
+
+def test_a_committed_median_is_drawn_and_its_source_named():
+    """Where there is no GPU a lesson passes the committed run's medians (milliseconds): they are drawn, and the
+    runtime panel names where they come from."""
+    n = 100
+    a, b, c = (cuda.to_device(x) for x in checks.random_inputs(n))
+    with Ledger("three kernels") as three:
+        pipeline.run_three_kernels(a, b, c, 2.0, checks.poisoned(n), checks.poisoned(n), checks.poisoned(n))
+    with Ledger("fused") as fused:
+        pipeline.run_fused(a, b, c, 2.0, checks.poisoned(n))
+    fig = plot_trips_vs_runtime([(three, 0.68), (fused, 0.28)], runtime_source="committed H200 run")
+    runtime = fig.axes[1]
+    assert runtime.get_title() == "committed H200 run"
+    assert sorted(round(float(p.get_offsets()[0][1]), 2) for p in runtime.collections) == [0.28, 0.68]
