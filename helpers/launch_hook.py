@@ -1,8 +1,8 @@
 """The one place that watches Numba's kernel launches: the ledger, the graph checks and the grader subscribe.
 
 ``with on_launch(subscriber):`` calls ``subscriber(call, proceed)`` for every kernel launch made inside
-the block, on a GPU (Numba's ``CUDADispatcher.call``) and in the simulator (``FakeCUDAKernel.__call__``)
-alike.  ``call`` is a :class:`KernelCall`: the kernel, its name, the arguments as they were passed,
+the block, on a GPU (Numba's ``CUDADispatcher.call``; under numba-cuda-mlir, ``_ArgMarshaller.__call__``,
+where its launches pass) and in the simulator (``FakeCUDAKernel.__call__``) alike.  ``call`` is a :class:`KernelCall`: the kernel, its name, the arguments as they were passed,
 the grid and block, the stream; and, read once on first use and shared by every subscriber, the
 arguments' names as the calling code names them and their :class:`~helpers.counting.LaunchArgs`
 record (dtypes, shapes, which ones Numba copies from the host).  ``proceed()`` runs the rest: the

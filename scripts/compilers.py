@@ -49,6 +49,9 @@ from helpers.lessons.inflight import kernels as inflight
 from helpers.lessons.launches import kernels as launches
 from helpers.lessons.roofline import kernels
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from regenerate import regenerate  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (2**10, 2**20, 2**28)
 CHECK_N = 1027  # not a multiple of the block, nor of four
@@ -393,12 +396,16 @@ def main(argv: list[str] | None = None) -> int:
                              "time them when nothing else uses the GPU)")
     parser.add_argument("notebooks", nargs="*", default=["01", "02", "03"], help="lesson numbers to run as cells")
     parser.add_argument("--doc", action="store_true",
-                        help="rewrite docs/compilers.md's tables from the record in --out (no GPU needed)")
+                        help="rewrite docs/compilers.md's tables from the record in --out (no GPU needed); with "
+                             "--check, only say whether they are out of date")
+    parser.add_argument("--check", action="store_true", help="with --doc: write nothing, fail if the doc is stale")
     args = parser.parse_args(argv)
     if args.doc:
-        DOC.write_text(doc_text(load(Compilers, args.out), DOC.read_text()))
-        print(f"wrote {DOC.relative_to(ROOT)}")
-        return 0
+        record = load(Compilers, args.out)
+        return regenerate(DOC, lambda text: doc_text(record, text), ["--check"] if args.check else [],
+                          f"{DOC.relative_to(ROOT) if DOC.is_relative_to(ROOT) else DOC} is out of date: "
+                          f"run python scripts/compilers.py --doc "
+                          f"--out {args.out or 'results/<device>'}")
     parts = tuple(p for p in args.parts.split(",") if p)
     if not parts or set(parts) - set(PARTS):
         parser.error(f"--parts takes some of {','.join(PARTS)}, got {args.parts!r}")

@@ -104,6 +104,15 @@ def test_the_docs_tables_are_the_committed_records():
     assert record.provenance.device == "NVIDIA H200"
 
 
+def test_the_doc_check_fails_on_a_stale_doc_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    stale = tmp_path / "compilers.md"
+    stale.write_text(compilers.DOC.read_text().replace(compilers.BEGIN, compilers.BEGIN + "\na row no record has", 1))
+    monkeypatch.setattr(compilers, "DOC", stale)
+    before = stale.read_text()
+    assert compilers.main(["--doc", "--check", "--out", str(ROOT / "results" / "h200")]) == 1
+    assert stale.read_text() == before and "out of date" in capsys.readouterr().out
+
+
 def test_a_kernel_that_does_not_run_is_footnoted_with_its_reason():
     record = _record()
     record.runs[1].kernels[0] = compilers.KernelCheck("03", "fused", False, "Unavailable", "no intrinsic here")

@@ -104,8 +104,9 @@ class ArrayLayout:
     itemsize_at: int | None
     strides_in_elements: bool
 
-    def n_params(self, ndim: int) -> int:
-        return self.fixed + 2 * ndim
+    def n_params(self, ndim: int | None) -> int:
+        """Parameters an argument takes: an array of ``ndim`` dimensions, or (None) a scalar's one."""
+        return 1 if ndim is None else self.fixed + 2 * ndim
 
     def params(self, pointer: int, size: int, itemsize: int, shape: tuple[int, ...],
                strides: tuple[int, ...]) -> list[int]:
@@ -129,13 +130,14 @@ MLIR_ARRAYS = ArrayLayout("numba-cuda-mlir", 3, (0, 1), None, None, True)
 def array_layout(ptx_params: int, ndims: Sequence[int | None], refuse: bool = True) -> ArrayLayout:
     """The layout under which arguments of these dimensions (None: a scalar) take ``ptx_params`` parameters;
     where none does, ``CannotAttribute`` (or numba-cuda's, if not ``refuse``: the PTX declares more)."""
-    for layout in (NUMBA_CUDA_ARRAYS, MLIR_ARRAYS):
-        if sum(1 if d is None else layout.n_params(d) for d in ndims) == ptx_params:
+    implied = {layout: sum(layout.n_params(d) for d in ndims) for layout in (NUMBA_CUDA_ARRAYS, MLIR_ARRAYS)}
+    for layout, count in implied.items():
+        if count == ptx_params:
             return layout
-    expected = sum(1 if d is None else NUMBA_CUDA_ARRAYS.n_params(d) for d in ndims)
     if not refuse:
         return NUMBA_CUDA_ARRAYS
-    raise CannotAttribute(f"the PTX has {ptx_params} parameters but the argument types imply {expected}")
+    raise CannotAttribute(f"the PTX has {ptx_params} parameters but the argument types imply "
+                          f"{implied[NUMBA_CUDA_ARRAYS]}")
 
 
 @dataclass(frozen=True)

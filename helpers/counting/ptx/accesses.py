@@ -193,13 +193,14 @@ def analyze_ptx(ptx: str, argtypes: Sequence[ArgType]) -> PtxCounts:
     """Count and attribute the global loads and stores of the first kernel in ``ptx``: every access is attributed
     to one array argument, or has the ``reason`` it cannot be (a count is never silently guessed)."""
     program = parse(ptx)
-    layout = array_layout(program.n_params, [a.ndim if a.kind == "array" else None for a in argtypes])
+    ndims = [a.ndim if a.kind == "array" else None for a in argtypes]
+    layout = array_layout(program.n_params, ndims)
     data_param: dict[int, int] = {}
     first = 0
-    for index, arg in enumerate(argtypes):
-        if arg.kind == "array":
+    for index, ndim in enumerate(ndims):
+        if ndim is not None:
             data_param.update({first + k: index for k in layout.data})
-        first += layout.n_params(arg.ndim) if arg.kind == "array" else 1
+        first += layout.n_params(ndim)
     loops = program.loops()
     scan = _scan(program, data_param, loops)
     grid_stride = bool(loops) and any("%nctaid" in o for ins in program.instructions for o in ins.operands)
