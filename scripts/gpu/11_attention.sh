@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# GPU step for notebook 11, attention (at most a minute on an H200), checked first, then timed:
-#   results/<gpu>/reductions_attention.json   attention B=4 H=16 L=1024, 4096 d=64 fp32: Numba
-#                                             fused and unfused against torch naive, SDPA
-#                                             efficient fp32 and SDPA flash bf16
-#   results/<gpu>/reductions_attention_ncu.json   DRAM bytes of both attention pipelines (ncu)
+# GPU step for notebook 11, attention, checked first, then timed (cut off after 4 minutes, and ncu after 2):
+#   results/<gpu>/reductions_attention.json   attention B=4 H=16 L=1024, 4096 d=64: Numba fused (one thread
+#                                             per row, at five block shapes), register-tiled FP32, TF32 and
+#                                             3xTF32 tensor cores, the unfused pipeline in FP32 and TF32,
+#                                             against torch naive (TF32 off and on), SDPA efficient fp32 and
+#                                             SDPA flash bf16, with cuBLAS's FP32 rate measured in the run
+#   results/<gpu>/reductions_attention_ncu.json   DRAM bytes of every pipeline (ncu)
 # Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/11_attention.sh
 LESSON=attention
 source "$(dirname "$0")/lesson_parts.sh"
-part 43 attention
-if command -v ncu >/dev/null; then part 12 ncu-attention --length 4096 --heads 16 --limit 10; else echo "no ncu: DRAM bytes not profiled"; fi
+part 240 attention
+if command -v ncu >/dev/null; then part 120 ncu-attention --length 4096 --heads 16 --limit 110; else echo "no ncu: DRAM bytes not profiled"; fi
