@@ -240,3 +240,15 @@ def test_ncu_kernels_go_to_their_pipelines_by_launch_order(monkeypatch):
     monkeypatch.setattr(ncu, "run_ncu", fake(8))
     with pytest.raises(ncu.NcuError, match="profiled 8 kernels; the workload launches 9"):
         measure.ncu_attention(64, 2)
+
+
+def test_a_causal_kernel_is_credited_only_the_pairs_it_computes():
+    """4 d L (L + 1) / 2 multiply-add flops for causal attention, not 4 d L^2: about half, at L = 4096."""
+    row = record.AttentionRow(4, 16, 4096, 64, 4.0 * 64 * 4096 ** 2 * 64, 0, [
+        Measured("numba fused causal", 1.0), Measured("numba fused q64/k64/b4/s2", 1.0)])
+    assert report.flops_of(row, "numba fused causal") == 4 * 64 * 64 * 4096 * 4097 // 2
+    assert report.flops_of(row, "numba fused q64/k64/b4/s2") == row.flops
+    table = report.attention_table(record.AttentionBench(peak_fp32_flops=None, rows=[row]))
+    causal_line = next(line for line in table.splitlines() if "causal" in line)
+    full_line = next(line for line in table.splitlines() if "q64/k64" in line)
+    assert "137.5" in causal_line and "274.9" in full_line  # TFLOP/s at 1 ms: half the pairs, half the rate

@@ -15,10 +15,17 @@ def committed() -> AttentionBench | None:
     return committed_record(AttentionBench)
 
 
+def flops_of(row: AttentionRow, name: str) -> float:
+    """The multiply-adds an implementation really computes, two flops each: ``4 L^2 d`` per head, or for a causal
+    one only the pairs with key <= query, ``4 d L (L + 1) / 2`` (its name says "causal")."""
+    return row.flops * (row.length + 1) / (2 * row.length) if "causal" in name else row.flops
+
+
 def attention_table(record: AttentionBench) -> str:
-    """Time and TFLOP/s (4 L^2 d per head) per implementation and length."""
+    """Time and TFLOP/s (the flops each computes: :func:`flops_of`) per implementation and length."""
     return measurement_table(record.rows, ("L", "r", lambda row: row.length),
-                             ("TFLOP/s", lambda row, ms: f"{row.flops / ms / 1e9:.1f}"), "error", digits=3)
+                             ("TFLOP/s", lambda row, m: f"{flops_of(row, m.name) / m.median_ms / 1e9:.1f}"), "error",
+                             digits=3)
 
 
 def attention_claims(record: AttentionBench, ncu_record: AttentionDram | None = None) -> list[str]:
@@ -35,7 +42,7 @@ def attention_claims(record: AttentionBench, ncu_record: AttentionDram | None = 
             r = naive_ms / fused.median_ms
             claims.append(f"fused faster than naive torch fp32 at L = {L}: {'yes' if r > 1 else 'no'}, {r:.2f}x")
         if fused and record.peak_fp32_flops:
-            frac = row.flops / (fused.median_ms * 1e-3) / record.peak_fp32_flops
+            frac = flops_of(row, fused.name) / (fused.median_ms * 1e-3) / record.peak_fp32_flops
             claims.append(f"fused at L = {L} runs at {frac:.0%} of the FP32 peak ({fused.name})")
     if ncu_record and ncu_record.ratio:
         r = ncu_record.ratio
@@ -72,7 +79,8 @@ def attention_summary_table(record: AttentionBench) -> str:
     for row in record.rows:
         found = [best(row, prefix) for prefix in LESSON_COLUMNS]
         shapes |= {found[0].name.removeprefix("numba fused ")} if found[0] else set()
-        rows.append([row.length] + [None if m is None else f"{m.median_ms:.3f} ms ({row.flops / m.median_ms / 1e9:.1f})"
+        rows.append([row.length] + [None if m is None else
+                                    f"{m.median_ms:.3f} ms ({flops_of(row, m.name) / m.median_ms / 1e9:.1f})"
                                     for m in found])
     fused = f"numba fused {', '.join(sorted(shapes))}" if shapes else "numba fused"
     columns = ["L: ms (TFLOP/s)", fused, "numba unfused", "torch naive fp32", "SDPA efficient fp32", "SDPA flash bf16"]

@@ -55,15 +55,15 @@ def best(row: Any, prefix: str) -> Measured | None:
 
 
 def measurement_table(rows: list[Any], label: tuple[str, str, Callable[[Any], Any]],
-                      rate: tuple[str, Callable[[Any, float], str]], error: str, digits: int) -> str:
+                      rate: tuple[str, Callable[[Any, Any], str]], error: str, digits: int) -> str:
     """One line per measurement: the row's ``label`` (its column, ``l`` or ``r``, and how to write it), the name,
-    the time, the ``rate`` (its column and ``rate(row, ms)``), the ``error`` column and the note."""
+    the time, the ``rate`` (its column and ``rate(row, measured)``), the ``error`` column and the note."""
     cells = []
     for row in rows:
         for m in row.measured:
             timed = m.median_ms is not None
             cells.append([label[2](row), m.name, f"{m.median_ms:.{digits}f} ms" if timed else None,
-                          rate[1](row, m.median_ms) if timed else None,
+                          rate[1](row, m) if timed else None,
                           None if m.max_rel_err is None else f"{m.max_rel_err:.1e}", m.note])
     return table(cells, [label[0], "implementation", "time", rate[0], error, "note"], align=label[1] + "lrrrl")
 
@@ -71,7 +71,8 @@ def measurement_table(rows: list[Any], label: tuple[str, str, Callable[[Any], An
 def softmax_table(record: SoftmaxBench) -> str:
     """Time and GB/s (x read once plus out written once) per implementation and shape."""
     text = measurement_table(record.rows, ("M x N", "r", lambda row: f"{row.rows} x {row.cols}"),
-                             ("GB/s", lambda row, ms: f"{row.bytes_moved / ms / 1e6:.0f}"), "max rel err", digits=4)
+                             ("GB/s", lambda row, m: f"{row.bytes_moved / m.median_ms / 1e6:.0f}"), "max rel err",
+                             digits=4)
     if record.copy_ceiling_gbs:
         text += f"\ndevice-to-device copy, same run: {record.copy_ceiling_gbs:.0f} GB/s"
     return text
