@@ -252,3 +252,17 @@ def test_a_causal_kernel_is_credited_only_the_pairs_it_computes():
     causal_line = next(line for line in table.splitlines() if "causal" in line)
     full_line = next(line for line in table.splitlines() if "q64/k64" in line)
     assert "137.5" in causal_line and "274.9" in full_line  # TFLOP/s at 1 ms: half the pairs, half the rate
+
+
+def test_the_steps_plot_draws_each_steps_rate_against_the_peak_and_cublas():
+    flops = 4.0 * 64 * 4096 ** 2 * 64
+    row = record.AttentionRow(4, 16, 4096, 64, flops, 0, [
+        Measured("numba fused q64/k64/b4/s2", 15.0), Measured("numba fused q128/k64/b4/s2", 12.5),
+        Measured("numba tiled q64/k32/r4x4", 8.0), Measured("numba tiled causal", 4.0)])
+    bench = record.AttentionBench(peak_fp32_flops=6.7e13, rows=[row], sgemm_fp32_flops=5.0e13)
+    ax = report.plot_steps(bench).axes[0]
+    heights = [round(p.get_height(), 1) for p in ax.patches]
+    assert heights == [round(flops / ms / 1e9, 1) for ms in (15.0, 12.5, 8.0)]
+    assert sorted(round(line.get_ydata()[0], 1) for line in ax.get_lines()) == [50.0, 67.0]
+    with pytest.raises(ValueError, match="times none of"):
+        report.plot_steps(record.AttentionBench(peak_fp32_flops=None, rows=[record.AttentionRow(1, 1, 8, 8, 1.0, 0)]))

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
 from helpers.harness.tables import table
 from helpers.lessons.softmax.report import best, committed_record, measurement_table, median, save_figure
 
@@ -85,3 +88,35 @@ def attention_summary_table(record: AttentionBench) -> str:
     fused = f"numba fused {', '.join(sorted(shapes))}" if shapes else "numba fused"
     columns = ["L: ms (TFLOP/s)", fused, "numba unfused", "torch naive fp32", "SDPA efficient fp32", "SDPA flash bf16"]
     return table(rows, columns, align="rrrrrr")
+
+
+FP32_STEPS = (("one thread per row\n(64 rows a block)", "numba fused q64/k64/b4/s2"),
+              ("one thread per row\n(best block shape)", "numba fused q"),
+              ("register-tiled\n(best shape)", "numba tiled q"))
+"""The FP32 fused kernel, step by step: (label, the record's name or name prefix, fastest taken)."""
+
+
+def plot_steps(record: AttentionBench, steps: tuple[tuple[str, str], ...] = FP32_STEPS) -> Figure:
+    """TFLOP/s of each step at the record's longest sequence (not causal), against the FP32 peak and cuBLAS's
+    FP32 rate measured in the same run (a line each, where the record has it)."""
+    row = max(record.rows, key=lambda r: r.length)
+    found = [(label, best(row, name)) for label, name in steps]
+    shown = [(label, m) for label, m in found if m is not None]
+    if not shown:
+        raise ValueError(f"the record times none of: {', '.join(name for _, name in steps)}")
+    rates = [flops_of(row, m.name) / m.median_ms / 1e9 for _, m in shown]
+    fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
+    bars = ax.bar([label for label, _ in shown], rates, color="#4c72b0")
+    for bar, (_, m), rate in zip(bars, shown, rates):
+        ax.annotate(f"{rate:.1f}\n{m.median_ms:.2f} ms", (bar.get_x() + bar.get_width() / 2, rate),
+                    ha="center", va="bottom", fontsize=8)
+    for value, label, style in ((record.peak_fp32_flops, "FP32 peak", "--"),
+                                (record.sgemm_fp32_flops, "cuBLAS SGEMM, same run", ":")):
+        if value:
+            ax.axhline(value / 1e12, color="#c44e52", linestyle=style, label=f"{label}: {value / 1e12:.1f}")
+    ax.set_ylabel("TFLOP/s (FP32)")
+    ax.set_ylim(0, 1.2 * max([*rates, *((v or 0) / 1e12 for v in (record.peak_fp32_flops, record.sgemm_fp32_flops))]))
+    ax.set_title(f"{title(row)}, not causal", fontsize=9)
+    if record.peak_fp32_flops or record.sgemm_fp32_flops:
+        ax.legend(loc="upper left", fontsize=8)
+    return fig
