@@ -13,6 +13,7 @@ from helpers.checks import poisoned
 from helpers.counting.other_backend import run_under
 from helpers.ledger import Ledger
 from helpers.lessons.attention import kernels as at
+from helpers.lessons.attention import bf16
 from helpers.lessons.attention import tensor_cores as tc
 from helpers.lessons.attention import tiled
 
@@ -195,3 +196,50 @@ def test_the_unfused_pipeline_on_tensor_cores_matches_float64(heads, length, d, 
     got = out.copy_to_host()
     assert not np.isnan(got).any()
     assert relative_error(got, at.reference(q, k, v, causal)) < 2e-3
+
+
+# --- bf16 tensor cores ------------------------------------------------------------------------------
+
+BF16_CASES = [(1, 20, 16, False, (1, 16)), (1, 37, 32, True, (2, 16))] if helpers.is_simulator() else [
+    (2, length, d, causal, (4, 64 if d <= 64 else 32)) for length in (1, 77, 1000) for d in (16, 32, 64, 128)
+    for causal in (False, True)]
+
+
+@pytest.mark.parametrize("heads, length, d, causal, shape", BF16_CASES)
+def test_bf16_attention_matches_float64_to_bf16_precision(heads, length, d, causal, shape):
+    """Inputs, P and the output in bf16 (8 significant bits), sums in float32: within 2e-2 of the largest output,
+    as SDPA's flash kernel is held to; every output pair written."""
+    q, k, v = inputs(heads, length, d)
+    out = cuda.to_device(np.full((heads, length, d // 2), 0x7FC07FC0, np.uint32))  # NaN in both halves
+    bf16.run_bf16(*(cuda.to_device(bf16.to_bf16(a)) for a in (q, k, v)), out, causal, bf16.Bf16Config(*shape))
+    got = bf16.from_bf16(out.copy_to_host())
+    assert not np.isnan(got).any()
+    assert relative_error(got, at.reference(q, k, v, causal)) < 2e-2
+
+
+def test_bf16_pairs_round_to_nearest_even_and_come_back():
+    x = np.array([1 + 2.0 ** -8, 1 + 3 * 2.0 ** -8, -2.5, 3e38], np.float32)  # two ties: to even, down and up
+    words = bf16.to_bf16(x)
+    assert words.dtype == np.uint32 and words.shape == (2,)
+    assert bf16.from_bf16(words).tolist() == [1.0, 1 + 2.0 ** -6, -2.5, float(np.float32(bf16.from_bf16(words)[3]))]
+    assert abs(bf16.from_bf16(words)[3] - 3e38) / 3e38 < 2.0 ** -8
+
+
+def test_bf16_inputs_are_checked():
+    q = cuda.to_device(np.zeros((1, 8, 8), np.uint32))
+    with pytest.raises(TypeError, match="uint32"):
+        bf16.run_bf16(cuda.to_device(np.zeros((1, 8, 16), np.float32)), q, q, cuda.device_array((1, 8, 8), np.uint32))
+    k = cuda.to_device(np.zeros((1, 8, 8), np.uint32))
+    with pytest.raises(ValueError, match="`out` and `k` are the same array"):
+        bf16.run_bf16(q, k, cuda.to_device(np.zeros((1, 8, 8), np.uint32)), k)
+    with pytest.raises(ValueError, match="multiples of 16"):
+        bf16.bf16_kernel(24, bf16.Bf16Config(), False)
+
+
+@pytest.mark.skipif(bool(COMPILER[0]), reason="the PTX is numba-cuda's")
+def test_the_bf16_kernel_compiles_to_m16n8k16_mma_sync_and_8_byte_shared_reads():
+    compiled = run_under("compiler", "helpers.lessons.attention.bf16:compile_request",
+                         {"shapes": [[64, 0, 4, 64]], "cc": [9, 0]})
+    ptx = compiled[json.dumps([64, 0, 4, 64])]
+    assert ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") == 64  # 32 for Q K^T, 32 for P V
+    assert ptx.count("ld.shared.v2") == 64 and "cvt.rn.bf16x2.f32" in ptx and ".local" not in ptx

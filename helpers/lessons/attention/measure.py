@@ -28,7 +28,7 @@ from helpers.lessons.softmax.record import Measured
 from helpers.timing import time_gpu
 
 from . import kernels as attention
-from . import tensor_cores, tiled
+from . import bf16, tensor_cores, tiled
 from .record import AttentionBench, AttentionDram, AttentionRow, KernelDram
 from .report import attention_table, dram_table, save_plot
 
@@ -109,11 +109,33 @@ def numba_implementations(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray
         c = tensor_cores.default_config(passes, d)
         add(f"numba {precision} tensor cores causal",
             lambda c=c: tensor_cores.run_tensor_cores(dq, dk, dv, out, True, c), True, tf32=passes == 1)
+    if d % 16 == 0:  # bf16 pairs: half the bytes of every input and the output; SDPA flash's precision
+        found += bf16_implementations(qkv, error)
     if unfused:
         s, p = attention.unfused_buffers(bh, length)
         add("numba unfused (S, P in memory)", lambda: attention.run_unfused(dq, dk, dv, s, p, out))
         add("numba unfused TF32 (S, P in memory)",
             lambda: tensor_cores.run_unfused_tensor_cores(dq, dk, dv, s, p, out), tf32=True)
+    return found
+
+
+def bf16_implementations(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray, bool], float]) -> list[Implementation]:
+    """The bf16 tensor-core kernel, not causal and causal, on the inputs rounded to bf16 once (outside the timing)."""
+    q, k, v = (cuda.to_device(bf16.to_bf16(a)) for a in qkv)
+    out = cuda.device_array(q.shape, np.uint32)
+    found, config = [], bf16.default_bf16_config(qkv[0].shape[2])
+    for causal in (False, True):
+        def run(causal: bool = causal) -> None:
+            bf16.run_bf16(q, k, v, out, causal, config)
+
+        def check(run: Callable[[], None] = run, causal: bool = causal) -> float:
+            out.copy_to_device(np.full(out.shape, 0x7FC07FC0, np.uint32))  # NaN in both halves: poisoned
+            run()
+            return error(bf16.from_bf16(out.copy_to_host()), causal)
+
+        found.append(Implementation("numba bf16 tensor cores" + (" causal" if causal else ""), run, check,
+                                    BF16_TOLERANCE, "bf16: another precision, tensor cores",
+                                    bf16.bf16_kernel(qkv[0].shape[2], config, causal), 32 * config.warps))
     return found
 
 

@@ -1,0 +1,337 @@
+"""Fused attention on bf16 tensor cores, the precision FlashAttention runs in: ``mma.sync`` m16n8k16.
+
+bf16 keeps float32's exponent and 7 mantissa bits, so two of them fill one 32-bit register:
+Q, K, V and O travel as pairs of bf16 (``uint32`` words, the even column in the low half), half
+the bytes of float32.  One ``mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`` multiplies a
+16 x 16 bf16 matrix A by a 16 x 8 one B and adds a float32 16 x 8 C.  With ``g = lane // 4`` and
+``t = lane % 4``, each register holding columns (of A) or rows (of B) ``2t`` and ``2t + 1``:
+
+==========  =========================================================================
+A (16 x 16) ``a0``: row g, columns 2t, 2t+1; ``a1``: row g + 8; ``a2``: row g, columns 2t+8, 2t+9; ``a3``: row g + 8
+B (16 x 8)  ``b0``: rows 2t, 2t+1 of column g; ``b1``: rows 2t+8, 2t+9
+C, D        as for TF32 (:mod:`.tensor_cores`): ``c0, c1`` row g, columns 2t, 2t+1; ``c2, c3`` row g + 8
+==========  =========================================================================
+
+The kernel follows :mod:`.tensor_cores`: each warp owns 16 query rows, S and P stay in its
+fragments, and the keys and head columns are taken in an order that makes every fragment one
+8-byte shared read and P's accumulator V's A fragment.  Scores are float32 (scaled after the
+product, in base 2); P is rounded to bf16 for the second product; the output is rounded once.
+In the simulator the instruction is emulated lane by lane from the table above.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32, uint32
+
+from helpers.backend import is_simulator
+from helpers.lessons.roofline.kernels import require_flat_and_aligned
+from helpers.lessons.softmax.kernels import lane_xor
+from helpers.validate import check_no_aliasing, require_array
+
+from .kernels import SHARED_ALIGN
+from .tiled import SHARED_BYTES, checked_config, checked_kernel
+
+if is_simulator():
+    _posted: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+    def _halves(word):
+        """The two bf16 of a word as float32: (low, high)."""
+        w = np.uint32(word)
+        return tuple(float(np.array([(w << np.uint32(16)) & np.uint32(0xFFFF0000), w & np.uint32(0xFFFF0000)],
+                                    dtype=np.uint32).view(np.float32)[i]) for i in (0, 1))
+
+    def _bf16_bits(x):
+        """float32 ``x`` rounded to bf16 (to nearest, ties to even), as 16 bits."""
+        bits = int(np.array([x], dtype=np.float32).view(np.uint32)[0])
+        return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+    @cuda.jit(device=True)  # a device function, so that the simulator gives it its thread's `cuda`
+    def pack_bf16(low, high):  # type: ignore[no-redef]
+        """Two float32 rounded to bf16, in one word: ``cvt.rn.bf16x2.f32``."""
+        return np.uint32(_bf16_bits(low) | (_bf16_bits(high) << 16))
+
+    @cuda.jit(device=True)
+    def load2(array, j):  # type: ignore[no-redef]
+        """Elements 2j and 2j + 1 (the simulator's stand-in for one 8-byte load)."""
+        return array[2 * j], array[2 * j + 1]
+
+    @cuda.jit(device=True)
+    def mma_bf16(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):  # type: ignore[no-redef]
+        """The simulator's stand-in for one warp's m16n8k16 ``mma.sync`` (the whole block must call it)."""
+        block = (cuda.blockIdx.x, cuda.blockIdx.y, cuda.blockIdx.z)
+        me = cuda.threadIdx.x
+        cuda.syncthreads()
+        _posted[(*block, me)] = tuple(int(x) for x in (a0, a1, a2, a3, b0, b1))
+        cuda.syncthreads()
+        lane = me % 32
+        warp, g, t = me - lane, lane // 4, lane % 4
+
+        def a(row, col):  # A[row, col]: lane 4 (row % 8) + (col % 8) // 2, register (row >= 8) + 2 (col >= 8)
+            word = _posted[(*block, warp + 4 * (row % 8) + (col % 8) // 2)][(row >= 8) + 2 * (col >= 8)]
+            return _halves(word)[col % 2]
+
+        def b(row, col):  # B[row, col]: lane 4 col + (row % 8) // 2, register row >= 8
+            return _halves(_posted[(*block, warp + 4 * col + (row % 8) // 2)][4 + (row >= 8)])[row % 2]
+
+        out = []
+        for c, row, col in ((c0, g, 2 * t), (c1, g, 2 * t + 1), (c2, g + 8, 2 * t), (c3, g + 8, 2 * t + 1)):
+            out.append(np.float32(float(c) + sum(a(row, kk) * b(kk, col) for kk in range(16))))
+        cuda.syncthreads()
+        return out[0], out[1], out[2], out[3]
+
+else:
+    from llvmlite import ir
+    from numba.core import types
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def pack_bf16(typingctx: Any, low: Any, high: Any) -> Any:
+        """Two float32 rounded to bf16, in one word (``low`` in the low half): ``cvt.rn.bf16x2.f32``."""
+
+        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+            asm = ir.InlineAsm(ir.FunctionType(ir.IntType(32), [ir.FloatType()] * 2), "cvt.rn.bf16x2.f32 $0, $1, $2;",
+                               "=r,f,f")
+            return builder.call(asm, [args[1], args[0]])  # the instruction's first source goes to the high half
+
+        return types.uint32(types.float32, types.float32), codegen
+
+    @intrinsic
+    def load2(typingctx: Any, array: Any, j: Any) -> Any:
+        """Elements 2j and 2j + 1 of ``array`` in one 8-byte load."""
+        result = types.UniTuple(array.dtype, 2)
+
+        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+            data = context.make_array(sig.args[0])(context, builder, args[0]).data
+            vector = ir.VectorType(context.get_value_type(sig.args[0].dtype), 2)
+            index = context.cast(builder, args[1], sig.args[1], types.intp)
+            pair = builder.load(builder.gep(builder.bitcast(data, vector.as_pointer()), [index]), align=8)
+            parts = [builder.extract_element(pair, ir.Constant(ir.IntType(32), k)) for k in range(2)]
+            return context.make_tuple(builder, result, parts)
+
+        return result(array, j), codegen
+
+    @intrinsic
+    def mma_bf16(typingctx: Any, a0: Any, a1: Any, a2: Any, a3: Any, b0: Any, b1: Any,
+                 c0: Any, c1: Any, c2: Any, c3: Any) -> Any:
+        """D = A B + C for one warp: ``mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32``."""
+        result = types.UniTuple(types.float32, 4)
+
+        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+            f32, i32 = ir.FloatType(), ir.IntType(32)
+            asm = ir.InlineAsm(ir.FunctionType(ir.LiteralStructType([f32] * 4), [i32] * 6 + [f32] * 4),
+                               "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                               "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
+                               "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f")
+            d = builder.call(asm, list(args))
+            return context.make_tuple(builder, result, [builder.extract_value(d, i) for i in range(4)])
+
+        return result(*([types.uint32] * 6), *([types.float32] * 4)), codegen
+
+
+def to_bf16(x: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bf16 (to nearest, ties to even), two to a ``uint32`` word: last axis halved."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    rounded = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
+    return rounded.astype(np.uint16).view(np.uint32)
+
+
+def from_bf16(words: np.ndarray) -> np.ndarray:
+    """The float32 values of bf16 pairs (:func:`to_bf16`'s layout): last axis doubled."""
+    return (np.ascontiguousarray(words, dtype=np.uint32).view(np.uint16).astype(np.uint32) << np.uint32(16)).view(
+        np.float32)
+
+
+@dataclass(frozen=True)
+class Bf16Config:
+    """``warps`` warps of 16 query rows each; key tiles of ``block_k``."""
+
+    warps: int = 4
+    block_k: int = 64
+
+    def shared_words(self, d: int) -> int:
+        """The K tile (rows padded by 2 words) and the transposed V tile (rows padded by 8 words)."""
+        return self.block_k * (d // 2 + 2) + d * (self.block_k // 2 + 8)
+
+    def check(self, d: int) -> None:
+        if d % 16 or self.block_k % 16 or not 1 <= self.warps <= 32:
+            raise ValueError(f"d ({d}) and block_k ({self.block_k}) must be multiples of 16 (one m16n8k16 step), "
+                             f"warps ({self.warps}) from 1 to 32")
+        if 4 * self.shared_words(d) > SHARED_BYTES:
+            raise ValueError(f"the K and V tiles need {4 * self.shared_words(d):,} bytes of shared memory, over the "
+                             f"{SHARED_BYTES:,} a block holds without opting in: use a smaller block_k")
+
+
+def default_bf16_config(d: int) -> Bf16Config:
+    """Four warps and 64-key tiles, 32 for d = 128 (not yet chosen by measurement)."""
+    return Bf16Config(4, 64 if d <= 64 else 32)
+
+
+def make_bf16_attention_kernel(head_dim, warps, block_k, causal):
+    """Fused attention on bf16 tensor cores: each warp owns 16 query rows; S and P stay in its fragments."""
+    D, W, BK = head_dim, warps, block_k  # compile-time constants
+    BQ, THREADS, D2 = 16 * W, 32 * W, head_dim // 2  # D2: words per row
+    KS, VS = D2 + 2, BK // 2 + 8  # padded row strides of the K and transposed V tiles, in words
+    NT, DT, KS16 = BK // 8, D // 8, D // 16  # n-tiles of S, n-tiles of O, k-steps over d
+    K_SIZE, V_SIZE, Q_SIZE, S_SIZE, O_SIZE = BK * KS, D * VS, 4 * KS16, 4 * NT, 4 * DT
+    NEG = float32(-math.inf)
+    SCRATCH = THREADS if is_simulator() else 1
+
+    @cuda.jit(device=True, inline="always")
+    def stage(k, v, k_s, vt_s, row0, end):
+        """K's rows as they are; V transposed, two keys to a word; zeros past ``end``."""
+        for e in range(cuda.threadIdx.x, BK * D2, THREADS):
+            r, w = e // D2, e % D2
+            k_s[r * KS + w] = k[(row0 + r) * D2 + w] if row0 + r < end else uint32(0)
+        for e in range(cuda.threadIdx.x, (BK // 2) * D2, THREADS):
+            j, w = e % (BK // 2), e // (BK // 2)  # neighbouring lanes: neighbouring key pairs, no store conflicts
+            low = v[(row0 + 2 * j) * D2 + w] if row0 + 2 * j < end else uint32(0)
+            high = v[(row0 + 2 * j + 1) * D2 + w] if row0 + 2 * j + 1 < end else uint32(0)
+            vt_s[(2 * w) * VS + j] = (low & uint32(0xFFFF)) | (high << uint32(16))
+            vt_s[(2 * w + 1) * VS + j] = (low >> uint32(16)) | (high & uint32(0xFFFF0000))
+
+    @cuda.jit(device=True, inline="always")
+    def scores(qf, k_s, s, g, t, scale):
+        """S = Q K^T, scaled: key ``16 (n // 2) + 4 (j // 2) + 2 (n % 2) + j % 2`` is column j of n-tile n, and
+        head columns ``16 q + 4 t .. + 3`` are lane t's in k-step q: one 8-byte read of K per fragment."""
+        for i in range(S_SIZE):
+            s[i] = float32(0)
+        for q in range(KS16):
+            for n in range(NT):
+                key = 16 * (n // 2) + 4 * (g // 2) + 2 * (n % 2) + g % 2
+                b0, b1 = load2(k_s, (key * KS + 8 * q + 2 * t) // 2)
+                s[4 * n], s[4 * n + 1], s[4 * n + 2], s[4 * n + 3] = mma_bf16(
+                    qf[4 * q], qf[4 * q + 1], qf[4 * q + 2], qf[4 * q + 3], b0, b1,
+                    s[4 * n], s[4 * n + 1], s[4 * n + 2], s[4 * n + 3])
+        for i in range(S_SIZE):
+            s[i] *= scale
+
+    @cuda.jit(device=True, inline="always")
+    def softmax_step(s, m, total, o, scratch, rows, t, start, length, masked):
+        """As for TF32: mask, update each row's running max and sum, rescale O; S becomes P (float32)."""
+        for h in range(2):
+            row = rows + 8 * h
+            top = NEG
+            for n in range(NT):
+                for j in range(2):
+                    key = start + 16 * (n // 2) + 4 * t + 2 * (n % 2) + j
+                    if masked and (key >= length or (causal and key > row)):
+                        s[4 * n + 2 * h + j] = NEG
+                    top = max(top, s[4 * n + 2 * h + j])
+            top = max(top, lane_xor(top, 1, scratch))
+            m_new = max(m[h], max(top, lane_xor(top, 2, scratch)))
+            correction = math.exp2(m[h] - m_new)
+            m[h] = m_new
+            part = float32(0)
+            for n in range(NT):
+                for j in range(2):
+                    p = math.exp2(s[4 * n + 2 * h + j] - m_new)
+                    s[4 * n + 2 * h + j] = p
+                    part += p
+            total[h] = total[h] * correction + part
+            for n in range(DT):
+                o[4 * n + 2 * h] *= correction
+                o[4 * n + 2 * h + 1] *= correction
+
+    @cuda.jit(device=True, inline="always")
+    def weighted_sum(s, vt_s, o, g, t):
+        """O += P V: P's accumulators of n-tiles 2p and 2p + 1, rounded in pairs, are the A fragment of k-step p;
+        lane t's keys ``16 p + 4 t .. + 3`` are one 8-byte read of the transposed V."""
+        for p in range(NT // 2):
+            a, b = 8 * p, 8 * p + 4
+            p0, p1 = pack_bf16(s[a], s[a + 1]), pack_bf16(s[a + 2], s[a + 3])
+            p2, p3 = pack_bf16(s[b], s[b + 1]), pack_bf16(s[b + 2], s[b + 3])
+            for n in range(DT):
+                b0, b1 = load2(vt_s, ((8 * n + g) * VS + 8 * p + 2 * t) // 2)
+                o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3] = mma_bf16(
+                    p0, p1, p2, p3, b0, b1, o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3])
+
+    @cuda.jit
+    def bf16_attention_kernel(q, k, v, out, length, scale):
+        # q, k, v, out: bf16 pairs (uint32), one head after another, flattened: (heads * length * D // 2,)
+        lane = cuda.threadIdx.x % 32
+        g, t = lane // 4, lane % 4
+        qb = cuda.gridDim.x - 1 - cuda.blockIdx.x if causal else cuda.blockIdx.x  # causal: longest blocks first
+        q0, head = qb * BQ, cuda.blockIdx.y * length
+        rows = q0 + 16 * (cuda.threadIdx.x // 32) + g  # this lane's rows: rows and rows + 8
+        k_s = cuda.shared.array(K_SIZE, uint32, alignment=SHARED_ALIGN)
+        vt_s = cuda.shared.array(V_SIZE, uint32, alignment=SHARED_ALIGN)
+        scratch = cuda.shared.array(SCRATCH, float32)  # the simulator's stand-in for warp shuffles
+        qf = cuda.local.array(Q_SIZE, uint32)  # A fragments of Q: head columns 16 q + 4 t .. + 3 of both rows
+        s = cuda.local.array(S_SIZE, float32)
+        o = cuda.local.array(O_SIZE, float32)
+        m = cuda.local.array(2, float32)
+        total = cuda.local.array(2, float32)
+        for q_step in range(KS16):
+            for h in range(2):
+                w0 = w1 = uint32(0)
+                if rows + 8 * h < length:
+                    w0, w1 = load2(q, ((head + rows + 8 * h) * D2 + 8 * q_step + 2 * t) // 2)
+                qf[4 * q_step + h], qf[4 * q_step + 2 + h] = w0, w1
+        for i in range(O_SIZE):
+            o[i] = float32(0)
+        m[0], m[1], total[0], total[1] = NEG, NEG, float32(0), float32(0)
+        keys = min(length, q0 + BQ) if causal else length
+        for start in range(0, keys, BK):
+            stage(k, v, k_s, vt_s, head + start, head + length)
+            cuda.syncthreads()
+            scores(qf, k_s, s, g, t, scale)
+            masked = start + BK > length or (causal and start + BK - 1 > q0)  # the same for the whole block
+            softmax_step(s, m, total, o, scratch, rows, t, start, length, masked)
+            weighted_sum(s, vt_s, o, g, t)
+            cuda.syncthreads()  # before the next tiles overwrite K and V
+        for h in range(2):
+            whole = total[h] + lane_xor(total[h], 1, scratch)
+            whole += lane_xor(whole, 2, scratch)
+            if rows + 8 * h < length:
+                for n in range(DT):
+                    out[(head + rows + 8 * h) * D2 + 4 * n + t] = pack_bf16(o[4 * n + 2 * h] / whole,
+                                                                            o[4 * n + 2 * h + 1] / whole)
+
+    return bf16_attention_kernel
+
+
+def bf16_kernel(head_dim: int, config: Bf16Config, causal: bool) -> Any:
+    """The kernel for this head size, shape and masking (compiled once each)."""
+    return checked_kernel(_make, head_dim, config, causal)
+
+
+def _make(d: int, c: Bf16Config, causal: bool) -> Any:
+    return make_bf16_attention_kernel(d, c.warps, c.block_k, causal)
+
+
+def run_bf16(q: Any, k: Any, v: Any, out: Any, causal: bool = False, config: Bf16Config | None = None) -> None:
+    """One launch on bf16 tensor cores; allocates nothing.  Q, K, V and the output are bf16 pairs
+    (:func:`to_bf16`): ``uint32`` device arrays of shape (heads, L, d // 2), contiguous and 16-byte aligned."""
+    for name, a in (("q", q), ("k", k), ("v", v), ("out", out)):
+        require_array(name, a, ndim=3, dtype=np.uint32)
+    shapes = {tuple(a.shape) for a in (q, k, v, out)}
+    if len(shapes) != 1:
+        raise ValueError(f"q, k, v and out must have one shape, got {sorted(shapes)}")
+    check_no_aliasing({"k": k, "v": v}, {"out": out})  # later blocks still read every tile of K and V
+    check_no_aliasing({"q": q}, {"out": out}, in_place=True)  # a block reads its rows of Q before it writes them
+    require_flat_and_aligned({"q": q, "k": k, "v": v, "out": out}, "the bf16 kernel")
+    heads, length, d = q.shape[0], q.shape[1], 2 * q.shape[2]
+    config = checked_config(config or default_bf16_config(d), Bf16Config)
+    kernel = bf16_kernel(d, config, causal)
+    if heads and length:
+        q, k, v, out = (a.reshape(heads * length * d // 2) for a in (q, k, v, out))
+        blocks = ((length + 16 * config.warps - 1) // (16 * config.warps), heads)
+        kernel[blocks, 32 * config.warps](q, k, v, out, length, float32(math.log2(math.e) / math.sqrt(d)))
+
+
+def compile_request(request: dict[str, Any]) -> dict[str, str]:
+    """PTX of the kernel for each ``[d, causal, warps, block_k]`` in ``request["shapes"]`` (run with the real
+    compiler by ``helpers.counting.other_backend``; no GPU needed)."""
+    from numba import types
+
+    words = types.Array(types.uint32, 1, "C")
+    return {json.dumps(shape): cuda.compile_ptx(
+        make_bf16_attention_kernel(shape[0], shape[2], shape[3], bool(shape[1])).py_func,
+        (words, words, words, words, types.int64, types.float32), cc=tuple(request["cc"]))[0]
+        for shape in request["shapes"]}
