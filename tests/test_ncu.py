@@ -21,12 +21,10 @@ some line the workload printed
 ==PROF== Profiling "add_kernel" - 0: 0%....50%....100% - 1 pass
 ==PROF== Profiling "fused_kernel" - 1: 0%....50%....100% - 1 pass
 ==PROF== Disconnected from process 4242
-""" + ncu_csv(("4242", "python3.12", "127.0.0.1"), "(1, 1, 1)", [
-    ("0", "add_kernel", "dram__bytes_read.sum", "byte", "2,048"),
-    ("0", "add_kernel", "dram__bytes_write.sum", "byte", "1024"),
-    ("1", "fused_kernel", "dram__bytes_read.sum", "Kbyte", "3.072"),
-    ("1", "fused_kernel", "dram__bytes_write.sum", "byte", "0"),
-])
+""" + ncu_csv(("4242", "python3.12", "127.0.0.1"), "(1, 1, 1)", {
+    "add_kernel": {"dram__bytes_read.sum": ("byte", "2,048"), "dram__bytes_write.sum": ("byte", "1024")},
+    "fused_kernel": {"dram__bytes_read.sum": ("Kbyte", "3.072"), "dram__bytes_write.sum": ("byte", "0")},
+})
 
 
 def test_parser_reads_kernels_in_order_in_bytes():

@@ -11,14 +11,16 @@ from helpers.lessons.arithmetic import measure as sc
 from helpers.lessons.arithmetic import record, report
 from ncu_support import ncu_csv
 
-CSV = "==PROF== Connected to process\n" + ncu_csv(("1", "python", "h"), "(4, 1, 1)", [
-    ("0", "add_kernel", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "12.5"),
-    ("0", "add_kernel", "dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "88.0"),
-    ("0", "add_kernel", "gpu__time_duration.sum", "ns", "2,000"),
-    ("0", "add_kernel", "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio", "", "30"),
-    ("0", "add_kernel", "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio", "", "10"),
-    ("1", "fused_kernel", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "n/a"),
-])
+CSV = "==PROF== Connected to process\n" + ncu_csv(("1", "python", "h"), "(4, 1, 1)", {
+    "add_kernel": {
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed": ("%", "12.5"),
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed": ("%", "88.0"),
+        "gpu__time_duration.sum": ("ns", "2,000"),
+        "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": ("", "30"),
+        "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio": ("", "10"),
+    },
+    "fused_kernel": {"sm__throughput.avg.pct_of_peak_sustained_elapsed": ("%", "n/a")},
+})
 
 
 def test_parse_and_use():
