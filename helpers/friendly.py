@@ -78,6 +78,21 @@ def binder_url(path: str = "notebooks") -> str:
     return f"https://mybinder.org/v2/gh/{_owner_and_name()}/{BRANCH}?urlpath={quote('lab/tree/' + path, safe='')}"
 
 
+IMPORT_OR_EXPLAIN = f'''try:
+    import helpers  # first: it picks the GPU or the simulator before numba loads
+except ModuleNotFoundError as missing:
+    raise ModuleNotFoundError(
+        f"{{missing.name!r}} cannot be imported: this kernel is not the project's environment. "
+        "In a terminal, in the project folder, run `make lab` and open the notebook in the JupyterLab it starts, "
+        "or pick Kernel > Change Kernel > '{KERNEL_DISPLAY_NAME}'."
+    ) from None
+helpers.start()'''
+"""The end of the first cell: import ``helpers`` (or say what to do when it is missing), then start.
+
+A first cell that ``scripts/first_cell.py`` wrote before the Colab install was
+``# NBVAL_IGNORE_OUTPUT`` and this alone, so that script builds it from here too.
+"""
+
 FIRST_CELL = f'''# NBVAL_IGNORE_OUTPUT
 import os, re, subprocess, sys
 installed = os.path.expanduser("{INSTALLED_MARK}")
@@ -91,15 +106,7 @@ if "COLAB_RELEASE_TAG" in os.environ and not os.path.exists(installed):
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"{DISTRIBUTION}[{{extra}}] @ git+{REPOSITORY}"], check=True)
     open(installed, "w").write(extra)
     import importlib; importlib.invalidate_caches()
-try:
-    import helpers  # first: it picks the GPU or the simulator before numba loads
-except ModuleNotFoundError as missing:
-    raise ModuleNotFoundError(
-        f"{{missing.name!r}} cannot be imported: this kernel is not the project's environment. "
-        "In a terminal, in the project folder, run `make lab` and open the notebook in the JupyterLab it starts, "
-        "or pick Kernel > Change Kernel > '{KERNEL_DISPLAY_NAME}'."
-    ) from None
-helpers.start()'''
+''' + IMPORT_OR_EXPLAIN
 """Source of the first code cell of every notebook (lessons, exercises, solutions)."""
 
 

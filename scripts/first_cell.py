@@ -28,23 +28,14 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from helpers.friendly import FIRST_CELL, KERNEL_DISPLAY_NAME, KERNELSPEC, colab_badge, is_first_cell  # noqa: E402
+from helpers.friendly import FIRST_CELL, IMPORT_OR_EXPLAIN, KERNELSPEC, colab_badge, is_first_cell  # noqa: E402
 
 PLAIN_OPENING = ["import helpers", "helpers.start()"]
 BADGE_START = "[![Open in Colab]("
 
 EARLIER_CELLS = (
     # 2026-12: the friendly error only, before the cell installed the project on Colab.
-    f'''# NBVAL_IGNORE_OUTPUT
-try:
-    import helpers  # first: it picks the GPU or the simulator before numba loads
-except ModuleNotFoundError as missing:
-    raise ModuleNotFoundError(
-        f"{{missing.name!r}} cannot be imported: this kernel is not the project's environment. "
-        "In a terminal, in the project folder, run `make lab` and open the notebook in the JupyterLab it starts, "
-        "or pick Kernel > Change Kernel > '{KERNEL_DISPLAY_NAME}'."
-    ) from None
-helpers.start()''',
+    "# NBVAL_IGNORE_OUTPUT\n" + IMPORT_OR_EXPLAIN,
 )
 """First cells this script wrote before: replaced by the current one like the plain opening."""
 

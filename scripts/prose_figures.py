@@ -161,24 +161,10 @@ def _hbm_bound_tbs() -> float:
     return ceiling.bound_gbs() / 1e3
 
 
-@figure("best_3to1_gbs")
-def _best_3to1() -> float:
-    return ceiling.best_measured("3:1").gbs
-
-
-@figure("best_3to1_pct_bound")
-def _best_3to1_pct() -> float:
-    return 100 * ceiling.best_measured("3:1").gbs / ceiling.bound_gbs()
-
-
-@figure("best_1to1_gbs")
-def _best_1to1() -> float:
-    return ceiling.best_measured("1:1").gbs
-
-
-@figure("best_1to1_pct_bound")
-def _best_1to1_pct() -> float:
-    return 100 * ceiling.best_measured("1:1").gbs / ceiling.bound_gbs()
+for _gbs, _pct, _ratio in [("best_3to1_gbs", "best_3to1_pct_bound", "3:1"),
+                           ("best_1to1_gbs", "best_1to1_pct_bound", "1:1")]:
+    figure(_gbs)(lambda ratio=_ratio: ceiling.best_measured(ratio).gbs)
+    figure(_pct)(lambda ratio=_ratio: 100 * ceiling.best_measured(ratio).gbs / ceiling.bound_gbs())
 
 
 @figure("torch_compile_max_abs_diff")
@@ -209,14 +195,8 @@ def _sweep_speedup(mode: str, n: int = 2**28) -> float:
     return times["numba three kernels"] / times["numba fused"]
 
 
-@figure("speedup_loop_2_28")
-def _speedup_loop() -> float:
-    return _sweep_speedup("loop")
-
-
-@figure("speedup_cold_2_28")
-def _speedup_cold() -> float:
-    return _sweep_speedup("gpu_cold")
+for _name, _mode in [("speedup_loop_2_28", "loop"), ("speedup_cold_2_28", "gpu_cold")]:
+    figure(_name)(lambda mode=_mode: _sweep_speedup(mode))
 
 
 
@@ -270,24 +250,13 @@ def _seed_lanes() -> float:
     return float(_seed()["lanes"]["lanes"])
 
 
-@figure("seed_fma_max")
-def _seed_fma_max() -> float:
-    return max(_seed_kernels("fma_pipe_pct"))
-
-
-@figure("seed_issue_max")
-def _seed_issue_max() -> float:
-    return max(_seed_kernels("issue_active_pct"))
-
-
-@figure("seed_dram_busy_min")
-def _seed_dram_min() -> float:
-    return min(_seed_kernels("dram_throughput_pct"))
-
-
-@figure("seed_dram_busy_max")
-def _seed_dram_max() -> float:
-    return max(_seed_kernels("dram_throughput_pct"))
+for _name, _extreme, _field in [
+    ("seed_fma_max", max, "fma_pipe_pct"),
+    ("seed_issue_max", max, "issue_active_pct"),
+    ("seed_dram_busy_min", min, "dram_throughput_pct"),
+    ("seed_dram_busy_max", max, "dram_throughput_pct"),
+]:
+    figure(_name)(lambda extreme=_extreme, field=_field: extreme(_seed_kernels(field)))
 
 
 @figure("seed_stall_min_share")
@@ -331,39 +300,13 @@ def _nb02_scale_over_copy() -> float:
     return _inflight_kernel("scale")["median_ms"] / _inflight_kernel("copy")["median_ms"]
 
 
-@figure("nb02_add_over_floor")
-def _nb02_add_over_floor() -> float:
-    return _inflight_floor_ratio("add")
+for _name, _kernel in [("nb02_add_over_floor", "add"), ("nb02_scale_over_floor", "scale"),
+                       ("nb02_copy_kernel_over_floor", "copy")]:
+    figure(_name)(lambda name=_kernel: _inflight_floor_ratio(name))
 
-
-@figure("nb02_scale_over_floor")
-def _nb02_scale_over_floor() -> float:
-    return _inflight_floor_ratio("scale")
-
-
-@figure("nb02_copy_kernel_over_floor")
-def _nb02_copy_over_floor() -> float:
-    return _inflight_floor_ratio("copy")
-
-
-@figure("nb02_add_pct_bound")
-def _nb02_add_pct() -> float:
-    return 100 * _inflight_kernel("add")["gbs"] / ceiling.bound_gbs()
-
-
-@figure("nb02_multiply_pct_bound")
-def _nb02_multiply_pct() -> float:
-    return 100 * _inflight_kernel("multiply")["gbs"] / ceiling.bound_gbs()
-
-
-@figure("nb02_scale_pct_bound")
-def _nb02_scale_pct() -> float:
-    return 100 * _inflight_kernel("scale")["gbs"] / ceiling.bound_gbs()
-
-
-@figure("nb02_copy_kernel_pct_bound")
-def _nb02_copy_kernel_pct() -> float:
-    return 100 * _inflight_kernel("copy")["gbs"] / ceiling.bound_gbs()
+for _name, _kernel in [("nb02_add_pct_bound", "add"), ("nb02_multiply_pct_bound", "multiply"),
+                       ("nb02_scale_pct_bound", "scale"), ("nb02_copy_kernel_pct_bound", "copy")]:
+    figure(_name)(lambda name=_kernel: 100 * _inflight_kernel(name)["gbs"] / ceiling.bound_gbs())
 
 
 @figure("nb02_add_dram_busy")
@@ -385,34 +328,16 @@ def _inflight_pipeline_gbs(name: str) -> float:
     return p["bytes_per_element"] * p["n"] / (p["median_ms"] * 1e-3) / 1e9
 
 
-@figure("nb03_speedup")
-def _nb03_speedup() -> float:
-    return _inflight_pipeline("three kernels, 4-byte")["median_ms"] / _inflight_pipeline("fused, 4-byte")["median_ms"]
+for _name, _three, _fused in [("nb03_speedup", "three kernels, 4-byte", "fused, 4-byte"),
+                              ("nb03_speedup_16byte", "three kernels, 16-byte", "fused, 16-byte")]:
+    figure(_name)(lambda three=_three, fused=_fused:
+                  _inflight_pipeline(three)["median_ms"] / _inflight_pipeline(fused)["median_ms"])
 
+for _name, _pipeline in [("nb03_three_us", "three kernels, 4-byte"), ("nb03_fused_us", "fused, 4-byte")]:
+    figure(_name)(lambda name=_pipeline: 1e3 * _inflight_pipeline(name)["median_ms"])
 
-@figure("nb03_speedup_16byte")
-def _nb03_speedup_16() -> float:
-    return _inflight_pipeline("three kernels, 16-byte")["median_ms"] / _inflight_pipeline("fused, 16-byte")["median_ms"]
-
-
-@figure("nb03_three_us")
-def _nb03_three_us() -> float:
-    return 1e3 * _inflight_pipeline("three kernels, 4-byte")["median_ms"]
-
-
-@figure("nb03_fused_us")
-def _nb03_fused_us() -> float:
-    return 1e3 * _inflight_pipeline("fused, 4-byte")["median_ms"]
-
-
-@figure("nb03_three_gbs")
-def _nb03_three_gbs() -> float:
-    return _inflight_pipeline_gbs("three kernels, 4-byte")
-
-
-@figure("nb03_fused_gbs")
-def _nb03_fused_gbs() -> float:
-    return _inflight_pipeline_gbs("fused, 4-byte")
+for _name, _pipeline in [("nb03_three_gbs", "three kernels, 4-byte"), ("nb03_fused_gbs", "fused, 4-byte")]:
+    figure(_name)(lambda name=_pipeline: _inflight_pipeline_gbs(name))
 
 
 @figure("nb03_eager_max_abs_diff")
@@ -440,14 +365,8 @@ def _nb04_fused_2_22_kept() -> float:
     return (r["ncu_dram_bytes_read"] + r["ncu_dram_bytes_written"]) / 1e6
 
 
-@figure("nb04_flushed_write_short_min_mb")
-def _nb04_short_min() -> float:
-    return min(_flushed_write_shortfalls_mb())
-
-
-@figure("nb04_flushed_write_short_max_mb")
-def _nb04_short_max() -> float:
-    return max(_flushed_write_shortfalls_mb())
+for _name, _extreme in [("nb04_flushed_write_short_min_mb", min), ("nb04_flushed_write_short_max_mb", max)]:
+    figure(_name)(lambda extreme=_extreme: extreme(_flushed_write_shortfalls_mb()))
 
 
 @figure("nb04_flushed_write_short_2_28_max_pct")
@@ -466,33 +385,17 @@ def _agreement_worst(mode: str) -> float:
     return committed("ncu_dram")["agreement_check"]["by_cache_policy"][mode]["worst"]["ratio"]
 
 
-@figure("nb04_flushed_worst_short_pct")
-def _nb04_flushed_worst() -> float:
-    return 100 * (1 - _agreement_worst("all"))
-
-
-@figure("nb04_kept_worst_short_pct")
-def _nb04_kept_worst() -> float:
-    return 100 * (1 - _agreement_worst("none"))
+for _name, _mode in [("nb04_flushed_worst_short_pct", "all"), ("nb04_kept_worst_short_pct", "none")]:
+    figure(_name)(lambda mode=_mode: 100 * (1 - _agreement_worst(mode)))
 
 
 def _corpus_launch(kernel: str) -> dict:
     return next(r for r in committed("ncu_corpus")["launches"] if r["kernel"] == kernel)
 
 
-@figure("nb04_three_point_ratio")
-def _nb04_three_point() -> float:
-    return _corpus_launch("three_point_interior")["ratio"]
-
-
-@figure("nb04_five_point_ratio")
-def _nb04_five_point() -> float:
-    return _corpus_launch("five_point_interior")["ratio"]
-
-
-@figure("nb04_block_max_ratio")
-def _nb04_block_max() -> float:
-    return _corpus_launch("block_max")["ratio"]
+for _name, _kernel in [("nb04_three_point_ratio", "three_point_interior"),
+                       ("nb04_five_point_ratio", "five_point_interior"), ("nb04_block_max_ratio", "block_max")]:
+    figure(_name)(lambda kernel=_kernel: _corpus_launch(kernel)["ratio"])
 
 
 @figure("nb04_block_max_extra_write_mb")
@@ -529,14 +432,8 @@ for _name, _impl, _mode, _n in [
     figure(_name)(lambda impl=_impl, mode=_mode, n=_n: _sweep_us(impl, mode, n))
 
 
-@figure("nb05_fused_loop_2_12_min_us")
-def _nb05_fused_2_12_min() -> float:
-    return 1e3 * min(_sweep_row("numba fused", "loop", 2**12)["samples_ms"])
-
-
-@figure("nb05_fused_loop_2_12_max_us")
-def _nb05_fused_2_12_max() -> float:
-    return 1e3 * max(_sweep_row("numba fused", "loop", 2**12)["samples_ms"])
+for _name, _extreme in [("nb05_fused_loop_2_12_min_us", min), ("nb05_fused_loop_2_12_max_us", max)]:
+    figure(_name)(lambda extreme=_extreme: 1e3 * extreme(_sweep_row("numba fused", "loop", 2**12)["samples_ms"]))
 
 
 @figure("nb05_best_over_fused_loop_small")
@@ -661,14 +558,8 @@ def _nb08_committed_prediction() -> tuple[float, float]:
             pipeline["median_ms"]["three kernels, host arrays"])
 
 
-@figure("nb08_committed_predicted_ms")
-def _nb08_predicted() -> float:
-    return _nb08_committed_prediction()[0]
-
-
-@figure("nb08_committed_measured_ms")
-def _nb08_measured() -> float:
-    return _nb08_committed_prediction()[1]
+for _name, _which in [("nb08_committed_predicted_ms", 0), ("nb08_committed_measured_ms", 1)]:
+    figure(_name)(lambda which=_which: _nb08_committed_prediction()[which])
 
 
 OUTPUTS.update({
@@ -741,15 +632,10 @@ def _nb09_args_3_over_direct() -> float:
     return _nb09_argument_us(3) / _nb09_three_per_launch()
 
 
-@figure("nb09_nb05_add_issue_us")
-def _nb09_nb05_add() -> float:
-    """Notebook 05's measurement (results/h200/launch_overhead.json, bursts of 300): add_kernel."""
-    return committed("launch_overhead")["launchers"]["numba add, lazy @cuda.jit"]["issue_us"]
-
-
-@figure("nb09_nb05_fused_issue_us")
-def _nb09_nb05_fused() -> float:
-    return committed("launch_overhead")["launchers"]["numba fused, lazy @cuda.jit"]["issue_us"]
+# Notebook 05's measurements (results/h200/launch_overhead.json, bursts of 300).
+for _name, _launcher in [("nb09_nb05_add_issue_us", "numba add, lazy @cuda.jit"),
+                         ("nb09_nb05_fused_issue_us", "numba fused, lazy @cuda.jit")]:
+    figure(_name)(lambda launcher=_launcher: committed("launch_overhead")["launchers"][launcher]["issue_us"])
 
 
 for _name, (_a, _b), _n in [  # ratios of two Numba variants' Python-loop medians at one size
@@ -773,19 +659,10 @@ def _nb09_best_gain_pct(sizes: range) -> list[float]:
                    / _nb09_median("numba fused (best) + graph", 2**k, "loop") - 1) for k in sizes]
 
 
-@figure("nb09_best_gain_small_max_pct")
-def _nb09_best_gain_small() -> float:
-    return max(_nb09_best_gain_pct(range(10, 21, 2)))
-
-
-@figure("nb09_best_gain_large_min_pct")
-def _nb09_best_gain_large_min() -> float:
-    return min(_nb09_best_gain_pct(range(22, 29, 2)))
-
-
-@figure("nb09_best_gain_large_max_pct")
-def _nb09_best_gain_large_max() -> float:
-    return max(_nb09_best_gain_pct(range(22, 29, 2)))
+for _name, _extreme, _sizes in [("nb09_best_gain_small_max_pct", max, range(10, 21, 2)),
+                                ("nb09_best_gain_large_min_pct", min, range(22, 29, 2)),
+                                ("nb09_best_gain_large_max_pct", max, range(22, 29, 2))]:
+    figure(_name)(lambda extreme=_extreme, sizes=_sizes: extreme(_nb09_best_gain_pct(sizes)))
 
 
 OUTPUTS.update({
@@ -893,14 +770,8 @@ def _nb10_same_shape_errors() -> dict[str, float]:
     return errors
 
 
-@figure("nb10_same_shape_copy_pct")
-def _nb10_same_shape_copy() -> float:
-    return _nb10_same_shape_errors()["copy"]
-
-
-@figure("nb10_same_shape_scale_pct")
-def _nb10_same_shape_scale() -> float:
-    return _nb10_same_shape_errors()["scale"]
+for _name, _kernel in [("nb10_same_shape_copy_pct", "copy"), ("nb10_same_shape_scale_pct", "scale")]:
+    figure(_name)(lambda name=_kernel: _nb10_same_shape_errors()[name])
 
 
 @figure("nb10_same_shape_hits")
@@ -942,14 +813,8 @@ def _nb10_full_probe_shortfalls() -> list[float]:
     return [100 * (1 - _nb10_full_grid_probe(r, 4) / _nb10_kernel_gbs(k)) for r, k in ((1, "copy"), (2, "add"), (3, "naive"))]
 
 
-@figure("nb10_full_probe_short_min_pct")
-def _nb10_full_short_min() -> float:
-    return min(_nb10_full_probe_shortfalls())
-
-
-@figure("nb10_full_probe_short_max_pct")
-def _nb10_full_short_max() -> float:
-    return max(_nb10_full_probe_shortfalls())
+for _name, _extreme in [("nb10_full_probe_short_min_pct", min), ("nb10_full_probe_short_max_pct", max)]:
+    figure(_name)(lambda extreme=_extreme: extreme(_nb10_full_probe_shortfalls()))
 
 
 @figure("nb10_full_probes")

@@ -68,12 +68,17 @@ def test_fused_kernel_is_bitwise_identical_to_the_hand_written_one(expression, s
     assert np.array_equal(out_fuser.copy_to_host(), out_hand.copy_to_host())
 
 
-def test_fused_kernel_makes_two_trips():
+@pytest.fixture(scope="module")
+def chapter_kernel():
+    """The chapter's expression, (a + b) * c / s, fused with s a scalar."""
+    return fuse(lambda a, b, c, s: (a + b) * c / s, scalars=("s",))
+
+
+def test_fused_kernel_makes_two_trips(chapter_kernel):
     a, b, c = (cuda.to_device(x) for x in checks.random_inputs(N))
     out = checks.poisoned(N)
-    kernel = fuse(lambda a, b, c, s: (a + b) * c / s, scalars=("s",))
     with Ledger("fuser") as ledger:
-        kernel[blocks_for(N), BLOCK_SIZE](a, b, c, S, out)
+        chapter_kernel[blocks_for(N), BLOCK_SIZE](a, b, c, S, out)
     assert len(ledger.launches) == 1
     assert ledger.trips == 2
     assert ledger.bytes_per_element() == 16
@@ -171,11 +176,6 @@ def test_compile_source_runs_generated_code():
 # --- bad input to a fused kernel or to fuse() itself ----------------------------------------
 
 
-@pytest.fixture(scope="module")
-def chapter_kernel():
-    return fuse(lambda a, b, c, s: (a + b) * c / s, scalars=("s",))
-
-
 def test_fused_kernel_refuses_host_arrays(chapter_kernel):
     a, b, c = (cuda.to_device(x) for x in checks.random_inputs(N))
     with pytest.raises(TypeError, match=r"`b` is a host NumPy array.*cuda.to_device\(b\)"):
@@ -227,12 +227,11 @@ def test_scalars_are_passed_in_the_arrays_dtype():
     assert np.array_equal(out_fuser.copy_to_host(), out_hand.copy_to_host())
 
 
-def test_the_ledger_names_the_arguments_as_the_caller_does():
+def test_the_ledger_names_the_arguments_as_the_caller_does(chapter_kernel):
     a, b, c = (cuda.to_device(x) for x in checks.random_inputs(N))
     result = checks.poisoned(N)
-    kernel = fuse(lambda a, b, c, s: (a + b) * c / s, scalars=("s",))
     with Ledger("fuser") as ledger:
-        kernel[blocks_for(N), BLOCK_SIZE](c, a, b, S, result)
+        chapter_kernel[blocks_for(N), BLOCK_SIZE](c, a, b, S, result)
     assert ledger.launches[0].reads == ["c", "a", "b"] and ledger.launches[0].writes == ["result"]
 
 

@@ -88,15 +88,20 @@ def test_every_notebook_has_a_page_and_the_solutions_none(site: Path) -> None:
     assert "solution" not in (site / "index.html").read_text().lower()
 
 
+def _markdown_notebook(path: Path, text: str) -> None:
+    """Write a notebook at ``path`` (its folder made if need be) with one markdown cell holding ``text``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell(text)]
+    nbformat.write(notebook, path)
+
+
 def test_solutions_are_published_when_asked(tmp_path: Path) -> None:
     folders = {"lesson": tmp_path / "notebooks", "exercise": tmp_path / "notebooks" / "exercises",
                "solution": tmp_path / "notebooks" / "exercises" / "solutions"}
     for kind, folder in folders.items():
-        folder.mkdir(parents=True, exist_ok=True)
-        notebook = nbformat.v4.new_notebook()
-        notebook.cells = [nbformat.v4.new_markdown_cell(f"# The {kind}")]
         name = {"lesson": "01_one", "exercise": "01__ex", "solution": "01__ex__SOLUTION"}[kind]
-        nbformat.write(notebook, folder / f"{name}.ipynb")
+        _markdown_notebook(folder / f"{name}.ipynb", f"# The {kind}")
     answer = Path("notebooks/exercises/solutions/01__ex__SOLUTION.html")
     for with_solutions in (False, True):
         out = tmp_path / f"out-{with_solutions}"
@@ -149,23 +154,18 @@ def test_plots_are_inline(site: Path) -> None:
 
 
 def test_a_dead_link_fails_the_build(tmp_path: Path) -> None:
-    (tmp_path / "notebooks").mkdir()
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_markdown_cell("# One\n\nSee [two](02_two.ipynb) and [a plot](../results/nowhere.png).")]
-    nbformat.write(notebook, tmp_path / "notebooks" / "01_one.ipynb")
+    _markdown_notebook(tmp_path / "notebooks" / "01_one.ipynb",
+                       "# One\n\nSee [two](02_two.ipynb) and [a plot](../results/nowhere.png).")
     built = build_html.build(tmp_path / "out", root=tmp_path)
     assert len(built.broken) == 2 and all("01_one.ipynb" in b for b in built.broken), built.broken
 
 
 def test_links_between_notebooks_are_rewritten(tmp_path: Path) -> None:
-    (tmp_path / "notebooks").mkdir()
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "plot.png").write_bytes(b"\x89PNG\r\n")
     for name, text in (("01_one", "# One\n\nNext: [two](02_two.ipynb#Two), plot: ![p](../results/plot.png), [all](./)"),
                        ("02_two", "# Two\n\nBack to [one](01_one.ipynb).")):
-        notebook = nbformat.v4.new_notebook()
-        notebook.cells = [nbformat.v4.new_markdown_cell(text)]
-        nbformat.write(notebook, tmp_path / "notebooks" / f"{name}.ipynb")
+        _markdown_notebook(tmp_path / "notebooks" / f"{name}.ipynb", text)
     built = build_html.build(tmp_path / "out", root=tmp_path)
     assert not built.broken
     first = parse(tmp_path / "out" / "notebooks" / "01_one.html")
@@ -286,9 +286,6 @@ def test_the_alt_text_comes_from_the_plotting_function_the_cell_calls(tmp_path: 
 
 
 def test_a_mermaid_diagram_is_reported(tmp_path: Path) -> None:
-    (tmp_path / "notebooks").mkdir()
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_markdown_cell("# One\n\n```mermaid\ngraph LR; a-->b\n```")]
-    nbformat.write(notebook, tmp_path / "notebooks" / "01_one.ipynb")
+    _markdown_notebook(tmp_path / "notebooks" / "01_one.ipynb", "# One\n\n```mermaid\ngraph LR; a-->b\n```")
     built = build_html.build(tmp_path / "out", root=tmp_path)
     assert any("mermaid" in problem for problem in built.undescribed), built.undescribed

@@ -1,8 +1,8 @@
 """Lesson 04's hardware count: ncu's command line and CSV parser, the workload, and the join with the ledger.
 
-The CSV below is a PARSER FIXTURE written by hand in the format `ncu --csv
---print-units base` prints (one row per kernel and metric, quoted, with a
-thousands separator in one value). Its numbers are made up, not measurements.
+The CSV below is a PARSER FIXTURE in the format `ncu --csv --print-units base`
+prints (one row per kernel and metric, quoted, with a thousands separator in one
+value; tests/ncu_support.py writes the table). Its numbers are made up, not measurements.
 """
 
 import json
@@ -13,6 +13,7 @@ import helpers
 from helpers import results
 from helpers.device import l2_bytes
 from helpers.lessons.dram import measure, ncu, record, report
+from ncu_support import ncu_csv
 
 FIXTURE = """\
 ==PROF== Connected to process 4242 (/usr/bin/python3.12)
@@ -20,12 +21,10 @@ some line the workload printed
 ==PROF== Profiling "add_kernel" - 0: 0%....50%....100% - 1 pass
 ==PROF== Profiling "fused_kernel" - 1: 0%....50%....100% - 1 pass
 ==PROF== Disconnected from process 4242
-"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
-"0","4242","python3.12","127.0.0.1","add_kernel","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","byte","2,048"
-"0","4242","python3.12","127.0.0.1","add_kernel","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_write.sum","byte","1024"
-"1","4242","python3.12","127.0.0.1","fused_kernel","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","Kbyte","3.072"
-"1","4242","python3.12","127.0.0.1","fused_kernel","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_write.sum","byte","0"
-"""
+""" + ncu_csv(("4242", "python3.12", "127.0.0.1"), "(1, 1, 1)", {
+    "add_kernel": {"dram__bytes_read.sum": ("byte", "2,048"), "dram__bytes_write.sum": ("byte", "1024")},
+    "fused_kernel": {"dram__bytes_read.sum": ("Kbyte", "3.072"), "dram__bytes_write.sum": ("byte", "0")},
+})
 
 
 def test_parser_reads_kernels_in_order_in_bytes():

@@ -9,16 +9,18 @@ from helpers import results
 from helpers.device import compute_capability, sm_count
 from helpers.lessons.arithmetic import measure as sc
 from helpers.lessons.arithmetic import record, report
+from ncu_support import ncu_csv
 
-CSV = '''==PROF== Connected to process
-"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
-"0","1","python","h","add_kernel","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0","Command line profiler metrics","sm__throughput.avg.pct_of_peak_sustained_elapsed","%","12.5"
-"0","1","python","h","add_kernel","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0","Command line profiler metrics","dram__throughput.avg.pct_of_peak_sustained_elapsed","%","88.0"
-"0","1","python","h","add_kernel","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","ns","2,000"
-"0","1","python","h","add_kernel","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0","Command line profiler metrics","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio","","30"
-"0","1","python","h","add_kernel","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0","Command line profiler metrics","smsp__average_warps_issue_stalled_wait_per_issue_active.ratio","","10"
-"1","1","python","h","fused_kernel","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0","Command line profiler metrics","sm__throughput.avg.pct_of_peak_sustained_elapsed","%","n/a"
-'''
+CSV = "==PROF== Connected to process\n" + ncu_csv(("1", "python", "h"), "(4, 1, 1)", {
+    "add_kernel": {
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed": ("%", "12.5"),
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed": ("%", "88.0"),
+        "gpu__time_duration.sum": ("ns", "2,000"),
+        "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": ("", "30"),
+        "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio": ("", "10"),
+    },
+    "fused_kernel": {"sm__throughput.avg.pct_of_peak_sustained_elapsed": ("%", "n/a")},
+})
 
 
 def test_parse_and_use():
