@@ -31,20 +31,13 @@ from numba import cuda, float32, uint32
 
 from helpers.backend import is_simulator
 from helpers.lessons.roofline.kernels import require_flat_and_aligned
-from helpers.lessons.softmax.kernels import lane_xor
 from helpers.validate import check_no_aliasing, require_array
 
-from .kernels import SHARED_ALIGN
+from .tensor_cores import keep, make_fragment_kernel, make_fragment_softmax
 from .tiled import SHARED_BYTES, checked_config, checked_kernel
 
 if is_simulator():
-    _posted: dict[tuple[int, ...], tuple[int, ...]] = {}
-
-    def _halves(word):
-        """The two bf16 of a word as float32: (low, high)."""
-        w = np.uint32(word)
-        return tuple(float(np.array([(w << np.uint32(16)) & np.uint32(0xFFFF0000), w & np.uint32(0xFFFF0000)],
-                                    dtype=np.uint32).view(np.float32)[i]) for i in (0, 1))
+    from .tensor_cores import emulate_mma
 
     def _bf16_bits(x):
         """float32 ``x`` rounded to bf16 (to nearest, ties to even), as 16 bits."""
@@ -63,32 +56,19 @@ if is_simulator():
 
     @cuda.jit(device=True)
     def mma_bf16(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):  # type: ignore[no-redef]
-        """The simulator's stand-in for one warp's m16n8k16 ``mma.sync`` (the whole block must call it)."""
-        block = (cuda.blockIdx.x, cuda.blockIdx.y, cuda.blockIdx.z)
-        me = cuda.threadIdx.x
-        cuda.syncthreads()
-        _posted[(*block, me)] = tuple(int(x) for x in (a0, a1, a2, a3, b0, b1))
-        cuda.syncthreads()
-        lane = me % 32
-        warp, g, t = me - lane, lane // 4, lane % 4
-
-        def a(row, col):  # A[row, col]: lane 4 (row % 8) + (col % 8) // 2, register (row >= 8) + 2 (col >= 8)
-            word = _posted[(*block, warp + 4 * (row % 8) + (col % 8) // 2)][(row >= 8) + 2 * (col >= 8)]
-            return _halves(word)[col % 2]
-
-        def b(row, col):  # B[row, col]: lane 4 col + (row % 8) // 2, register row >= 8
-            return _halves(_posted[(*block, warp + 4 * col + (row % 8) // 2)][4 + (row >= 8)])[row % 2]
-
-        out = []
-        for c, row, col in ((c0, g, 2 * t), (c1, g, 2 * t + 1), (c2, g + 8, 2 * t), (c3, g + 8, 2 * t + 1)):
-            out.append(np.float32(float(c) + sum(a(row, kk) * b(kk, col) for kk in range(16))))
-        cuda.syncthreads()
-        return out[0], out[1], out[2], out[3]
+        """The simulator's stand-in for one warp's m16n8k16 ``mma.sync``: A[row, k] is half k % 2 of lane
+        4 (row % 8) + (k % 8) // 2's register (row >= 8) + 2 (k >= 8); B[k, col] half k % 2 of lane
+        4 col + (k % 8) // 2's b0 or b1."""
+        return emulate_mma((a0, a1, a2, a3, b0, b1), (c0, c1, c2, c3),
+                           lambda row, k: (4 * (row % 8) + (k % 8) // 2, (row >= 8) + 2 * (k >= 8), k % 2),
+                           lambda k, col: (4 * col + (k % 8) // 2, 4 + (k >= 8), k % 2), 16)
 
 else:
     from llvmlite import ir
     from numba.core import types
     from numba.cuda.extending import intrinsic
+
+    from .tensor_cores import make_mma
 
     @intrinsic
     def pack_bf16(typingctx: Any, low: Any, high: Any) -> Any:
@@ -116,22 +96,8 @@ else:
 
         return result(array, j), codegen
 
-    @intrinsic
-    def mma_bf16(typingctx: Any, a0: Any, a1: Any, a2: Any, a3: Any, b0: Any, b1: Any,
-                 c0: Any, c1: Any, c2: Any, c3: Any) -> Any:
-        """D = A B + C for one warp: ``mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32``."""
-        result = types.UniTuple(types.float32, 4)
-
-        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-            f32, i32 = ir.FloatType(), ir.IntType(32)
-            asm = ir.InlineAsm(ir.FunctionType(ir.LiteralStructType([f32] * 4), [i32] * 6 + [f32] * 4),
-                               "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                               "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
-                               "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f")
-            d = builder.call(asm, list(args))
-            return context.make_tuple(builder, result, [builder.extract_value(d, i) for i in range(4)])
-
-        return result(*([types.uint32] * 6), *([types.float32] * 4)), codegen
+    mma_bf16 = make_mma("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", types.uint32)
+    """D = A B + C for one warp, bf16 pairs in: ``mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32``."""
 
 
 def to_bf16(x: np.ndarray) -> np.ndarray:
@@ -175,12 +141,11 @@ def default_bf16_config(d: int) -> Bf16Config:
 def make_bf16_attention_kernel(head_dim, warps, block_k, causal):
     """Fused attention on bf16 tensor cores: each warp owns 16 query rows; S and P stay in its fragments."""
     D, W, BK = head_dim, warps, block_k  # compile-time constants
-    BQ, THREADS, D2 = 16 * W, 32 * W, head_dim // 2  # D2: words per row
+    THREADS, D2 = 32 * W, head_dim // 2  # D2: words per row
     KS, VS = D2 + 2, BK // 2 + 8  # padded row strides of the K and transposed V tiles, in words
     NT, DT, KS16 = BK // 8, D // 8, D // 16  # n-tiles of S, n-tiles of O, k-steps over d
     K_SIZE, V_SIZE, Q_SIZE, S_SIZE, O_SIZE = BK * KS, D * VS, 4 * KS16, 4 * NT, 4 * DT
-    NEG = float32(-math.inf)
-    SCRATCH = THREADS if is_simulator() else 1
+    softmax_step = make_fragment_softmax(NT, DT, causal, keep)  # P is rounded to bf16 as it is packed
 
     @cuda.jit(device=True, inline="always")
     def stage(k, v, k_s, vt_s, row0, end):
@@ -212,33 +177,6 @@ def make_bf16_attention_kernel(head_dim, warps, block_k, causal):
             s[i] *= scale
 
     @cuda.jit(device=True, inline="always")
-    def softmax_step(s, m, total, o, scratch, rows, t, start, length, masked):
-        """As for TF32: mask, update each row's running max and sum, rescale O; S becomes P (float32)."""
-        for h in range(2):
-            row = rows + 8 * h
-            top = NEG
-            for n in range(NT):
-                for j in range(2):
-                    key = start + 16 * (n // 2) + 4 * t + 2 * (n % 2) + j
-                    if masked and (key >= length or (causal and key > row)):
-                        s[4 * n + 2 * h + j] = NEG
-                    top = max(top, s[4 * n + 2 * h + j])
-            top = max(top, lane_xor(top, 1, scratch))
-            m_new = max(m[h], max(top, lane_xor(top, 2, scratch)))
-            correction = math.exp2(m[h] - m_new)
-            m[h] = m_new
-            part = float32(0)
-            for n in range(NT):
-                for j in range(2):
-                    p = math.exp2(s[4 * n + 2 * h + j] - m_new)
-                    s[4 * n + 2 * h + j] = p
-                    part += p
-            total[h] = total[h] * correction + part
-            for n in range(DT):
-                o[4 * n + 2 * h] *= correction
-                o[4 * n + 2 * h + 1] *= correction
-
-    @cuda.jit(device=True, inline="always")
     def weighted_sum(s, vt_s, o, g, t):
         """O += P V: P's accumulators of n-tiles 2p and 2p + 1, rounded in pairs, are the A fragment of k-step p;
         lane t's keys ``16 p + 4 t .. + 3`` are one 8-byte read of the transposed V."""
@@ -251,49 +189,24 @@ def make_bf16_attention_kernel(head_dim, warps, block_k, causal):
                 o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3] = mma_bf16(
                     p0, p1, p2, p3, b0, b1, o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3])
 
-    @cuda.jit
-    def bf16_attention_kernel(q, k, v, out, length, scale):
-        # q, k, v, out: bf16 pairs (uint32), one head after another, flattened: (heads * length * D // 2,)
-        lane = cuda.threadIdx.x % 32
-        g, t = lane // 4, lane % 4
-        qb = cuda.gridDim.x - 1 - cuda.blockIdx.x if causal else cuda.blockIdx.x  # causal: longest blocks first
-        q0, head = qb * BQ, cuda.blockIdx.y * length
-        rows = q0 + 16 * (cuda.threadIdx.x // 32) + g  # this lane's rows: rows and rows + 8
-        k_s = cuda.shared.array(K_SIZE, uint32, alignment=SHARED_ALIGN)
-        vt_s = cuda.shared.array(V_SIZE, uint32, alignment=SHARED_ALIGN)
-        scratch = cuda.shared.array(SCRATCH, float32)  # the simulator's stand-in for warp shuffles
-        qf = cuda.local.array(Q_SIZE, uint32)  # A fragments of Q: head columns 16 q + 4 t .. + 3 of both rows
-        s = cuda.local.array(S_SIZE, float32)
-        o = cuda.local.array(O_SIZE, float32)
-        m = cuda.local.array(2, float32)
-        total = cuda.local.array(2, float32)
+    @cuda.jit(device=True, inline="always")
+    def load_q(q, qf, rows, length, t, scale):
+        """Words ``8 q + 2 t`` and ``+ 1`` (head columns ``16 q + 4 t .. + 3``) of the lane's two rows."""
         for q_step in range(KS16):
             for h in range(2):
                 w0 = w1 = uint32(0)
                 if rows + 8 * h < length:
-                    w0, w1 = load2(q, ((head + rows + 8 * h) * D2 + 8 * q_step + 2 * t) // 2)
+                    w0, w1 = load2(q, ((rows + 8 * h) * D2 + 8 * q_step + 2 * t) // 2)
                 qf[4 * q_step + h], qf[4 * q_step + 2 + h] = w0, w1
-        for i in range(O_SIZE):
-            o[i] = float32(0)
-        m[0], m[1], total[0], total[1] = NEG, NEG, float32(0), float32(0)
-        keys = min(length, q0 + BQ) if causal else length
-        for start in range(0, keys, BK):
-            stage(k, v, k_s, vt_s, head + start, head + length)
-            cuda.syncthreads()
-            scores(qf, k_s, s, g, t, scale)
-            masked = start + BK > length or (causal and start + BK - 1 > q0)  # the same for the whole block
-            softmax_step(s, m, total, o, scratch, rows, t, start, length, masked)
-            weighted_sum(s, vt_s, o, g, t)
-            cuda.syncthreads()  # before the next tiles overwrite K and V
-        for h in range(2):
-            whole = total[h] + lane_xor(total[h], 1, scratch)
-            whole += lane_xor(whole, 2, scratch)
-            if rows + 8 * h < length:
-                for n in range(DT):
-                    out[(head + rows + 8 * h) * D2 + 4 * n + t] = pack_bf16(o[4 * n + 2 * h] / whole,
-                                                                            o[4 * n + 2 * h + 1] / whole)
 
-    return bf16_attention_kernel
+    @cuda.jit(device=True, inline="always")
+    def store_row(out, o, whole, h, row, t):
+        """The lane's two columns of each n-tile of one output row, divided by the row's sum, as one bf16 pair."""
+        for n in range(DT):
+            out[row * D2 + 4 * n + t] = pack_bf16(o[4 * n + 2 * h] / whole, o[4 * n + 2 * h + 1] / whole)
+
+    parts = (load_q, stage, scores, softmax_step, weighted_sum, store_row)
+    return make_fragment_kernel(parts, (W, BK, K_SIZE, V_SIZE, Q_SIZE, S_SIZE, O_SIZE), uint32, causal)
 
 
 def bf16_kernel(head_dim: int, config: Bf16Config, causal: bool) -> Any:

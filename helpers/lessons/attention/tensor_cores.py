@@ -45,37 +45,48 @@ from .record import fastest_at_longest
 from .tiled import SHARED_BYTES, checked_config, checked_kernel, launch_flat, require_flat_qkv
 
 if is_simulator():
-    _posted: dict[tuple[int, ...], tuple[float, ...]] = {}
+    _posted: dict[tuple[int, ...], tuple[Any, ...]] = {}
 
     def tf32(x):  # type: ignore[no-redef]
         """``x`` rounded to TF32 (10 mantissa bits, ties away from zero), as ``cvt.rna.tf32.f32`` does."""
         bits = np.array([x], dtype=np.float32).view(np.uint32)
         return np.float32(((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)[0])
 
+    def halves(word):
+        """The two bf16 of a 32-bit word as float32: (low, high)."""
+        w = np.uint32(word)
+        pair = np.array([(w << np.uint32(16)) & np.uint32(0xFFFF0000), w & np.uint32(0xFFFF0000)], dtype=np.uint32)
+        return tuple(float(x) for x in pair.view(np.float32))
+
     @cuda.jit(device=True)  # a device function, so that the simulator gives it its thread's `cuda`
-    def mma_tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):  # type: ignore[no-redef]
-        """The simulator's stand-in for one warp's ``mma.sync``: every lane posts its fragments, then reads
-        the rows of A and the columns of B its four results need (the whole block must call it together)."""
+    def emulate_mma(held, c, a_at, b_at, depth):
+        """One warp's ``mma.sync``, emulated (the whole block must call it): every lane posts the registers it
+        holds, then computes its four results of D = A B + C.  ``a_at(row, k)`` and ``b_at(k, col)`` say where an
+        element is: (lane, register, half), half None for a whole float32 register, else 0 or 1 of two bf16."""
         block = (cuda.blockIdx.x, cuda.blockIdx.y, cuda.blockIdx.z)
         me = cuda.threadIdx.x
         cuda.syncthreads()
-        _posted[(*block, me)] = tuple(float(x) for x in (a0, a1, a2, a3, b0, b1))
+        _posted[(*block, me)] = tuple(held)
         cuda.syncthreads()
         lane = me % 32
         warp, g, t = me - lane, lane // 4, lane % 4
 
-        def a(row, col):  # A[row, col]: lane 4 (row % 8) + col % 4 holds it
-            held = _posted[(*block, warp + 4 * (row % 8) + col % 4)]
-            return held[(row >= 8) + 2 * (col >= 4)]
+        def fetch(where):
+            word = _posted[(*block, warp + where[0])][where[1]]
+            return float(word) if where[2] is None else halves(word)[where[2]]
 
-        def b(row, col):  # B[row, col]: lane 4 col + row % 4 holds it
-            return _posted[(*block, warp + 4 * col + row % 4)][4 + (row >= 4)]
-
-        out = []
-        for c, row, col in ((c0, g, 2 * t), (c1, g, 2 * t + 1), (c2, g + 8, 2 * t), (c3, g + 8, 2 * t + 1)):
-            out.append(np.float32(float(c) + sum(a(row, kk) * b(kk, col) for kk in range(8))))
+        out = [np.float32(float(v) + sum(fetch(a_at(row, kk)) * fetch(b_at(kk, col)) for kk in range(depth)))
+               for v, row, col in ((c[0], g, 2 * t), (c[1], g, 2 * t + 1), (c[2], g + 8, 2 * t), (c[3], g + 8, 2 * t + 1))]
         cuda.syncthreads()
         return out[0], out[1], out[2], out[3]
+
+    @cuda.jit(device=True)
+    def mma_tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):  # type: ignore[no-redef]
+        """The simulator's stand-in for one warp's m16n8k8 ``mma.sync``: A[row, k] is held by lane
+        4 (row % 8) + k % 4 in register (row >= 8) + 2 (k >= 4); B[k, col] by lane 4 col + k % 4 in b0 or b1."""
+        return emulate_mma((a0, a1, a2, a3, b0, b1), (c0, c1, c2, c3),
+                           lambda row, k: (4 * (row % 8) + k % 4, (row >= 8) + 2 * (k >= 4), None),
+                           lambda k, col: (4 * col + k % 4, 4 + (k >= 4), None), 8)
 
 else:
     from llvmlite import ir
@@ -93,24 +104,30 @@ else:
 
         return types.float32(types.float32), codegen
 
-    # >>> the instruction: ten float32 registers in, four out
-    @intrinsic
-    def mma_tf32(typingctx: Any, a0: Any, a1: Any, a2: Any, a3: Any, b0: Any, b1: Any,
-                 c0: Any, c1: Any, c2: Any, c3: Any) -> Any:
-        """D = A B + C for one warp: ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``."""
-        result = types.UniTuple(types.float32, 4)
+    def make_mma(instruction: str, operand: Any) -> Any:
+        """An ``@intrinsic`` for one warp's ``instruction``, an ``mma.sync`` with float32 accumulators: six A and
+        B registers of type ``operand`` (float32 holding TF32, or uint32 holding two bf16) and four C in, four D out."""
 
-        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-            f32, i32 = ir.FloatType(), ir.IntType(32)
-            operands = [builder.bitcast(x, i32) for x in args[:6]] + list(args[6:])  # A, B as bits: "r"
-            asm = ir.InlineAsm(ir.FunctionType(ir.LiteralStructType([f32] * 4), [i32] * 6 + [f32] * 4),
-                               "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                               "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
-                               "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f")
-            d = builder.call(asm, operands)
-            return context.make_tuple(builder, result, [builder.extract_value(d, i) for i in range(4)])
+        @intrinsic
+        def mma(typingctx: Any, a0: Any, a1: Any, a2: Any, a3: Any, b0: Any, b1: Any,
+                c0: Any, c1: Any, c2: Any, c3: Any) -> Any:
+            result = types.UniTuple(types.float32, 4)
 
-        return result(*([types.float32] * 10)), codegen
+            def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+                f32, i32 = ir.FloatType(), ir.IntType(32)
+                bits = [builder.bitcast(x, i32) if operand == types.float32 else x for x in args[:6]]  # "r": bits
+                asm = ir.InlineAsm(ir.FunctionType(ir.LiteralStructType([f32] * 4), [i32] * 6 + [f32] * 4),
+                                   f"{instruction} {{$0, $1, $2, $3}}, {{$4, $5, $6, $7}}, {{$8, $9}}, "
+                                   "{$10, $11, $12, $13};", "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f")
+                d = builder.call(asm, bits + list(args[6:]))
+                return context.make_tuple(builder, result, [builder.extract_value(d, i) for i in range(4)])
+
+            return result(*([operand] * 6), *([types.float32] * 4)), codegen
+
+        return mma
+
+    mma_tf32 = make_mma("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", types.float32)
+    """D = A B + C for one warp, TF32 inputs: ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``."""
 
 
 @dataclass(frozen=True)
@@ -165,15 +182,104 @@ def default_config(passes: int = 1, head_dim: int | None = None) -> TensorCoreCo
     return TensorCoreConfig(4, 64 if passes == 1 and (head_dim or 64) <= 64 else 32, passes)
 
 
+@cuda.jit(device=True, inline="always")
+def keep(x):
+    """``x`` as it is (a weight that keeps its precision)."""
+    return x
+
+
+def make_fragment_softmax(n_tiles, d_tiles, causal, round_p):
+    """The online-softmax step of a warp whose scores sit in m16n8 accumulators, shared by the TF32 and bf16 kernels:
+    mask; for each of the lane's rows (g: c0, c1; g + 8: c2, c3) update the running max and sum; rescale O; S
+    becomes P, each weight first passed through ``round_p`` (to the precision the second product takes)."""
+    NT, DT = n_tiles, d_tiles  # compile-time constants
+    NEG = float32(-math.inf)
+
+    @cuda.jit(device=True, inline="always")
+    def softmax_step(s, m, total, o, scratch, rows, t, start, length, masked):
+        for h in range(2):
+            row = rows + 8 * h
+            top = NEG
+            for n in range(NT):
+                for j in range(2):
+                    key = start + 16 * (n // 2) + 4 * t + 2 * (n % 2) + j
+                    if masked and (key >= length or (causal and key > row)):
+                        s[4 * n + 2 * h + j] = NEG
+                    top = max(top, s[4 * n + 2 * h + j])
+            top = max(top, lane_xor(top, 1, scratch))  # the row's four lanes: t = 0 .. 3
+            m_new = max(m[h], max(top, lane_xor(top, 2, scratch)))
+            correction = math.exp2(m[h] - m_new)
+            m[h] = m_new
+            part = float32(0)
+            for n in range(NT):
+                for j in range(2):
+                    p = round_p(math.exp2(s[4 * n + 2 * h + j] - m_new))  # the weight P V uses, and the one summed
+                    s[4 * n + 2 * h + j] = p
+                    part += p
+            total[h] = total[h] * correction + part
+            for n in range(DT):
+                o[4 * n + 2 * h] *= correction
+                o[4 * n + 2 * h + 1] *= correction
+
+    return softmax_step
+
+
+def make_fragment_kernel(parts, sizes, tile_type, causal):
+    """The fused kernel of both tensor-core precisions: each warp owns 16 query rows; S and P stay in its mma
+    fragments.  ``parts`` are the precision's device functions (load Q, stage K and V, the scores, the softmax
+    step, the weighted sum, store a row); ``sizes`` its warps, key tile and array sizes; ``tile_type`` what its
+    tiles and Q fragments hold (float32, or uint32 pairs of bf16)."""
+    load_q, stage, scores, softmax_step, weighted_sum, store_row = parts
+    W, BK, K_SIZE, V_SIZE, Q_SIZE, S_SIZE, O_SIZE = sizes  # compile-time constants
+    BQ, SCRATCH = 16 * W, 32 * W if is_simulator() else 1
+    NEG = float32(-math.inf)
+
+    @cuda.jit
+    def fragment_attention_kernel(q, k, v, out, length, scale):
+        # q, k, v, out: one head after another, flattened; 16-byte aligned
+        lane = cuda.threadIdx.x % 32
+        g, t = lane // 4, lane % 4
+        qb = cuda.gridDim.x - 1 - cuda.blockIdx.x if causal else cuda.blockIdx.x  # causal: longest blocks first
+        q0, head = qb * BQ, cuda.blockIdx.y * length
+        rows = q0 + 16 * (cuda.threadIdx.x // 32) + g  # this lane's rows: rows and rows + 8
+        k_s = cuda.shared.array(K_SIZE, tile_type, alignment=SHARED_ALIGN)
+        vt_s = cuda.shared.array(V_SIZE, tile_type, alignment=SHARED_ALIGN)
+        scratch = cuda.shared.array(SCRATCH, float32)  # the simulator's stand-in for warp shuffles
+        qf = cuda.local.array(Q_SIZE, tile_type)  # Q's A fragments, for every step over d
+        s = cuda.local.array(S_SIZE, float32)
+        o = cuda.local.array(O_SIZE, float32)
+        m = cuda.local.array(2, float32)
+        total = cuda.local.array(2, float32)
+        load_q(q, qf, head + rows, head + length, t, scale)
+        for i in range(O_SIZE):
+            o[i] = float32(0)
+        m[0], m[1], total[0], total[1] = NEG, NEG, float32(0), float32(0)
+        keys = min(length, q0 + BQ) if causal else length
+        for start in range(0, keys, BK):
+            stage(k, v, k_s, vt_s, head + start, head + length)
+            cuda.syncthreads()
+            scores(qf, k_s, s, g, t, scale)
+            masked = start + BK > length or (causal and start + BK - 1 > q0)  # the same for the whole block
+            softmax_step(s, m, total, o, scratch, rows, t, start, length, masked)
+            weighted_sum(s, vt_s, o, g, t)
+            cuda.syncthreads()  # before the next tiles overwrite K and V
+        for h in range(2):
+            whole = total[h] + lane_xor(total[h], 1, scratch)
+            whole += lane_xor(whole, 2, scratch)
+            if rows + 8 * h < length:
+                store_row(out, o, whole, h, head + rows + 8 * h, t)
+
+    return fragment_attention_kernel
+
+
 def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes):
     """Fused attention on TF32 tensor cores: each warp owns 16 query rows; S and P stay in its fragments."""
     D, W, BK, THREE = head_dim, warps, block_k, passes == 3  # compile-time constants
-    BQ, THREADS, D4 = 16 * W, 32 * W, head_dim // 4
+    THREADS, D4 = 32 * W, head_dim // 4
     KS4, VS4 = (D + 4) // 4, (BK + 4) // 4  # padded row strides of the K and transposed V tiles, in float4s
     NT, DT, KP = BK // 8, D // 8, D // 16  # n-tiles of S, n-tiles of O, pairs of k-steps over d
     K_SIZE, V_SIZE, Q_SIZE, S_SIZE, O_SIZE = BK * (D + 4), D * (BK + 4), 8 * KP, 4 * NT, 4 * DT
-    NEG = float32(-math.inf)
-    SCRATCH = THREADS if is_simulator() else 1
+    softmax_step = make_fragment_softmax(NT, DT, causal, keep if THREE else tf32)
 
     @cuda.jit(device=True, inline="always")
     def split(x):
@@ -214,7 +320,7 @@ def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes):
             vt_s[base], vt_s[base + 4 * VS4], vt_s[base + 8 * VS4], vt_s[base + 12 * VS4] = y0, y1, y2, y3
 
     @cuda.jit(device=True, inline="always")
-    def scores(qf, k_s, s, g, t):
+    def scores(qf, k_s, s, g, t, scale):  # scale: unused, Q was scaled as it was loaded
         """S = Q K^T for the warp's 16 rows.  Key ``16 (n // 2) + 4 (j // 2) + 2 (n % 2) + j % 2`` is column j
         of n-tile n, and dims ``16 p + 4 t .. + 3`` are lane t's in k-steps 2p and 2p + 1: one 16-byte read."""
         for i in range(S_SIZE):
@@ -231,35 +337,6 @@ def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes):
                     s[4 * n], s[4 * n + 1], s[4 * n + 2], s[4 * n + 3])
 
     @cuda.jit(device=True, inline="always")
-    def softmax_step(s, m, total, o, scratch, rows, t, start, length, masked):
-        """Mask; per row (g: c0, c1; g + 8: c2, c3) update the running max and sum; rescale O; S becomes P."""
-        for h in range(2):
-            row = rows + 8 * h
-            top = NEG
-            for n in range(NT):
-                for j in range(2):
-                    key = start + 16 * (n // 2) + 4 * t + 2 * (n % 2) + j
-                    if masked and (key >= length or (causal and key > row)):
-                        s[4 * n + 2 * h + j] = NEG
-                    top = max(top, s[4 * n + 2 * h + j])
-            top = max(top, lane_xor(top, 1, scratch))  # the row's four lanes: t = 0 .. 3
-            m_new = max(m[h], max(top, lane_xor(top, 2, scratch)))
-            correction = math.exp2(m[h] - m_new)
-            m[h] = m_new
-            part = float32(0)
-            for n in range(NT):
-                for j in range(2):
-                    p = math.exp2(s[4 * n + 2 * h + j] - m_new)
-                    if not THREE:
-                        p = tf32(p)  # the weight P V uses, and the one summed
-                    s[4 * n + 2 * h + j] = p
-                    part += p
-            total[h] = total[h] * correction + part
-            for n in range(DT):
-                o[4 * n + 2 * h] *= correction
-                o[4 * n + 2 * h + 1] *= correction
-
-    @cuda.jit(device=True, inline="always")
     def weighted_sum(s, vt_s, o, g, t):
         """O += P V.  P's accumulator fragment is already an A fragment, once V's rows are taken in the order of
         S's columns: lane t's keys of n-tiles 2p and 2p + 1 are ``16 p + 4 t .. + 3``, one 16-byte read."""
@@ -272,54 +349,29 @@ def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes):
                 o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3] = mma(
                     s[b], s[b + 2], s[b + 1], s[b + 3], z2, z3, o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3])
 
-    @cuda.jit
-    def tensor_core_attention_kernel(q, k, v, out, length, scale):
-        # q, k, v, out: one head after another, flattened: (heads * length * D,), 16-byte aligned
-        lane = cuda.threadIdx.x % 32
-        g, t = lane // 4, lane % 4
-        qb = cuda.gridDim.x - 1 - cuda.blockIdx.x if causal else cuda.blockIdx.x  # causal: longest blocks first
-        q0, head = qb * BQ, cuda.blockIdx.y * length
-        rows = q0 + 16 * (cuda.threadIdx.x // 32) + g  # this lane's rows: rows and rows + 8
-        k_s = cuda.shared.array(K_SIZE, float32, alignment=SHARED_ALIGN)
-        vt_s = cuda.shared.array(V_SIZE, float32, alignment=SHARED_ALIGN)
-        scratch = cuda.shared.array(SCRATCH, float32)  # the simulator's stand-in for warp shuffles
-        qf = cuda.local.array(Q_SIZE, float32)  # A fragments of Q: dims 16 p + 4 t .. + 3 of both rows
-        s = cuda.local.array(S_SIZE, float32)
-        o = cuda.local.array(O_SIZE, float32)
-        m = cuda.local.array(2, float32)
-        total = cuda.local.array(2, float32)
+    @cuda.jit(device=True, inline="always")
+    def load_q(q, qf, rows, length, t, scale):
+        """Head columns ``16 p + 4 t .. + 3`` of the lane's two rows, scaled (and for one pass rounded to TF32)."""
         for p in range(KP):
             for h in range(2):
                 x0 = x1 = x2 = x3 = float32(0)
                 if rows + 8 * h < length:
-                    x0, x1, x2, x3 = load4(q, (head + rows + 8 * h) * D4 + 4 * p + t)
-                i = 8 * p + 4 * h
+                    x0, x1, x2, x3 = load4(q, (rows + 8 * h) * D4 + 4 * p + t)
                 x0, x1, x2, x3 = x0 * scale, x1 * scale, x2 * scale, x3 * scale
                 if not THREE:  # one pass: Q rounded to TF32 once, here
                     x0, x1, x2, x3 = tf32(x0), tf32(x1), tf32(x2), tf32(x3)
+                i = 8 * p + 4 * h
                 qf[i], qf[i + 1], qf[i + 2], qf[i + 3] = x0, x1, x2, x3
-        for i in range(O_SIZE):
-            o[i] = float32(0)
-        m[0], m[1], total[0], total[1] = NEG, NEG, float32(0), float32(0)
-        keys = min(length, q0 + BQ) if causal else length
-        for start in range(0, keys, BK):
-            stage(k, v, k_s, vt_s, head + start, head + length)
-            cuda.syncthreads()
-            scores(qf, k_s, s, g, t)
-            masked = start + BK > length or (causal and start + BK - 1 > q0)  # the same for the whole block
-            softmax_step(s, m, total, o, scratch, rows, t, start, length, masked)
-            weighted_sum(s, vt_s, o, g, t)
-            cuda.syncthreads()  # before the next tiles overwrite K and V
-        for h in range(2):
-            whole = total[h] + lane_xor(total[h], 1, scratch)
-            whole += lane_xor(whole, 2, scratch)
-            if rows + 8 * h < length:
-                for n in range(DT):
-                    at = (head + rows + 8 * h) * D + 8 * n + 2 * t
-                    out[at] = o[4 * n + 2 * h] / whole
-                    out[at + 1] = o[4 * n + 2 * h + 1] / whole
 
-    return tensor_core_attention_kernel
+    @cuda.jit(device=True, inline="always")
+    def store_row(out, o, whole, h, row, t):
+        """The lane's two columns of each 8-column n-tile of one output row, divided by the row's sum."""
+        for n in range(DT):
+            out[row * D + 8 * n + 2 * t] = o[4 * n + 2 * h] / whole
+            out[row * D + 8 * n + 2 * t + 1] = o[4 * n + 2 * h + 1] / whole
+
+    parts = (load_q, stage, scores, softmax_step, weighted_sum, store_row)
+    return make_fragment_kernel(parts, (W, BK, K_SIZE, V_SIZE, Q_SIZE, S_SIZE, O_SIZE), float32, causal)
 
 
 # --- the unfused pipeline on tensor cores: S = Q K^T and O = P V as TF32 products through memory ------------
