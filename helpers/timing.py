@@ -18,6 +18,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .backend import is_simulator
+from .device import l2_bytes, sm_count
+from .sizes import BLOCK_SIZE
 
 SIMULATOR_MESSAGE = (
     "timing skipped: the CUDA simulator runs each GPU thread as Python code, "
@@ -167,9 +169,6 @@ def l2_flush() -> Callable[[], None]:
     whatever an earlier repeat left there and leaves only clean lines (buffer and kernel made on first use)."""
     _needs_gpu("l2_flush")
     from numba import cuda
-
-    from .device import l2_bytes, sm_count
-    from .sizes import BLOCK_SIZE
 
     @cuda.jit
     def read_all(buffer, sink):  # grid-stride: every element read once
