@@ -69,12 +69,9 @@ def _kernel_name(kernel: Any) -> str:
 
 def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any] | LaunchArgs,
                    names: Sequence[str] | None = None, ptx: str | None = None) -> Traffic:
-    """The launch's traffic as its compiled PTX says, without running it on the GPU.
-
-    Every guard, loop and device function is followed exactly as compiled; where the PTX does not say which
-    elements are touched (``out[idx[i]]``, ``if x[i] > 0``) :class:`CannotAttribute` says why: never a guess.
-    ``args`` may be the values or their :class:`LaunchArgs`; ``ptx`` the code already compiled (the ledger's).
-    """
+    """The launch's traffic as its compiled PTX says (:mod:`.ptx.machine`), without running it on the GPU: the true
+    count or :class:`CannotAttribute`, never a guess.  ``args`` may be the values or their :class:`LaunchArgs`;
+    ``ptx`` the code already compiled (the ledger's)."""
     launch = _launch_args(args, names)
     name = _kernel_name(kernel)
     grid, block = launch_dims(griddim, blockdim)
@@ -84,8 +81,7 @@ def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[An
 
 
 class _ThreadTouches:
-    """Which elements each simulated thread has loaded and stored, in one array: a load after a store of the same
-    element is not counted."""
+    """Which elements each simulated thread has loaded and stored, in one array (counted as the module says)."""
 
     def __init__(self) -> None:
         self.loaded: set[tuple[Any, int]] = set()
@@ -172,12 +168,11 @@ def _named_index_error(error: IndexError, name: str, shape: tuple[int, ...]) -> 
 
 @lru_cache(maxsize=1)
 def _array_classes() -> tuple[type, type]:
-    """The simulator's device array; and that, naming itself in an ``IndexError`` and recording each touch."""
+    """The simulator's device array; and that, naming itself when a thread indexes outside it and, given a
+    :class:`_ThreadTouches`, recording each element a thread touches."""
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
     class NamedArray(FakeCUDAArray):
-        """The simulator's device array, which names itself when a thread indexes outside it and, given a
-        :class:`_ThreadTouches`, records each element a thread touches."""
 
         def __init__(self, base: FakeCUDAArray, name: str, touches: _ThreadTouches | None) -> None:
             super().__init__(base._ary, stream=base.stream)
