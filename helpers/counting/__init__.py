@@ -1,13 +1,8 @@
-"""The ledger's two counting engines and their one definition of a count.
-
-A *count* is, for every array argument of a launch, the bytes of the distinct elements each
-thread loads and stores, summed over threads (:class:`Traffic`).  :func:`static_traffic`
-compiles the kernel to PTX (:mod:`.ptx`; through the real compiler in a subprocess in the
-simulator) and follows it for every thread on the host; :func:`simulated_traffic` runs the
-launch in Numba's CUDA simulator and records what each thread touched.  Either returns the
-true count or raises :class:`CannotAttribute` saying what it cannot follow; :func:`compare_counts`
-runs both.  :mod:`.record` holds what both share, :mod:`.other_backend` runs a function under
-the other CUDA backend, :mod:`.carry` carries a kernel's globals to a simulator subprocess.
+"""The ledger's two counting engines (:mod:`.traffic` defines their count): :func:`static_traffic` follows the
+kernel's PTX (:mod:`.ptx`) for every thread on the host, :func:`simulated_traffic` runs the launch in Numba's CUDA
+simulator; either gives the true count or raises :class:`CannotAttribute` saying what it cannot follow.
+:mod:`.record` holds what both share, :mod:`.other_backend` runs a function under the other CUDA backend,
+:mod:`.carry` carries a kernel's globals to a simulator subprocess.
 """
 
 from .record import (ArgInfo, ArrayTraffic, CannotAttribute, HostCopy, LaunchArgs, LinkedCall, OutOfBounds, Traffic,

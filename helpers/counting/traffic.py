@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from math import prod
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -69,12 +69,9 @@ def _kernel_name(kernel: Any) -> str:
 
 def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any] | LaunchArgs,
                    names: Sequence[str] | None = None, ptx: str | None = None) -> Traffic:
-    """The launch's traffic as its compiled PTX says, without running it on the GPU.
-
-    Every guard, loop and device function is followed exactly as compiled; where the PTX does not say which
-    elements are touched (``out[idx[i]]``, ``if x[i] > 0``) :class:`CannotAttribute` says why: never a guess.
-    ``args`` may be the values or their :class:`LaunchArgs`; ``ptx`` the code already compiled (the ledger's).
-    """
+    """The launch's traffic as its compiled PTX says (:mod:`.ptx.machine`), without running it on the GPU: the true
+    count or :class:`CannotAttribute`, never a guess.  ``args`` may be the values or their :class:`LaunchArgs`;
+    ``ptx`` the code already compiled (the ledger's)."""
     launch = _launch_args(args, names)
     name = _kernel_name(kernel)
     grid, block = launch_dims(griddim, blockdim)
@@ -84,8 +81,7 @@ def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[An
 
 
 class _ThreadTouches:
-    """Which elements each simulated thread has loaded and stored, in one array: a load after a store of the same
-    element is not counted."""
+    """Which elements each simulated thread has loaded and stored, in one array (counted as the module says)."""
 
     def __init__(self) -> None:
         self.loaded: set[tuple[Any, int]] = set()
@@ -172,52 +168,47 @@ def _named_index_error(error: IndexError, name: str, shape: tuple[int, ...]) -> 
 
 @lru_cache(maxsize=1)
 def _array_classes() -> tuple[type, type]:
-    """The simulator's device array; and that, naming itself in an ``IndexError`` and recording each touch."""
+    """The simulator's device array; and that, naming itself when a thread indexes outside it and, given a
+    :class:`_ThreadTouches`, recording each element a thread touches."""
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
     class NamedArray(FakeCUDAArray):
-        """The simulator's device array, which names itself when a thread indexes outside it and, given a
-        :class:`_ThreadTouches`, records each element a thread touches."""
 
         def __init__(self, base: FakeCUDAArray, name: str, touches: _ThreadTouches | None) -> None:
             super().__init__(base._ary, stream=base.stream)
             self._name, self._touches = name, touches
 
-        def __getitem__(self, idx: Any) -> Any:
+        def _access(self, idx: Any, touch: str, access: Callable[[], Any]) -> Any:
             try:
                 if self._touches is not None:
-                    self._touches.load(_flat_elements(self._ary.shape, idx))
-                return super().__getitem__(idx)
+                    getattr(self._touches, touch)(_flat_elements(self._ary.shape, idx))
+                return access()
             except IndexError as error:
                 raise _named_index_error(error, self._name, self._ary.shape) from None
 
+        def __getitem__(self, idx: Any) -> Any:
+            return self._access(idx, "load", lambda: super(NamedArray, self).__getitem__(idx))
+
         def __setitem__(self, idx: Any, value: Any) -> None:
-            try:
-                if self._touches is not None:
-                    self._touches.store(_flat_elements(self._ary.shape, idx))
-                super().__setitem__(idx, value)
-            except IndexError as error:
-                raise _named_index_error(error, self._name, self._ary.shape) from None
+            self._access(idx, "store", lambda: super(NamedArray, self).__setitem__(idx, value))
 
     return FakeCUDAArray, NamedArray
 
 
-def _wrapped(args: Sequence[Any], names: Sequence[str], touches: dict[int, _ThreadTouches]) -> list[Any]:
+def naming_arguments(args: Sequence[Any], names: Sequence[str],
+                     touches: dict[int, _ThreadTouches] | None = None) -> list[Any]:
+    """Simulator device arrays wrapped so that an index outside one raises ``IndexError`` naming it (and an array
+    given a record in ``touches``, by index, records each thread's distinct accesses)."""
     device, named = _array_classes()
+    touches = touches or {}
     return [named(a, names[i], touches.get(i)) if isinstance(a, device) else a for i, a in enumerate(args)]
 
 
-def naming_arguments(args: Sequence[Any], names: Sequence[str]) -> list[Any]:
-    """Simulator device arrays wrapped so that an index outside one raises ``IndexError`` naming it."""
-    return _wrapped(args, names, {})
-
-
 def recording_arguments(args: Sequence[Any], names: Sequence[str]) -> tuple[list[Any], dict[int, _ThreadTouches]]:
-    """Simulator device arrays wrapped so that each thread's distinct accesses are recorded (and an index outside
-    one raises ``IndexError`` naming it): the arguments to launch with, and each array argument's record by index."""
+    """:func:`naming_arguments` recording every array: the arguments to launch with, and each array's record."""
     device, _ = _array_classes()
     touches = {i: _ThreadTouches() for i, a in enumerate(args) if isinstance(a, device)}
-    return _wrapped(args, names, touches), touches
+    return naming_arguments(args, names, touches), touches
 
 
 def traffic_from_touches(kernel_name: str, record: LaunchArgs, touches: dict[int, _ThreadTouches]) -> Traffic:

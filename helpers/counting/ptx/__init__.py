@@ -1,10 +1,5 @@
-"""The PTX engine: compile a kernel, read its PTX once, and follow it.
-
-:mod:`.compile` gets the PTX (through the real compiler in a subprocess in the simulator); :mod:`.parse`
-reads its instructions; :mod:`.values` says what each opcode computes; :mod:`.machine` steps a launch's
-lanes through it (the ledger's static count); :mod:`.accesses` lists one thread's loads and stores by
-argument (:func:`count_global_accesses`, the instruction view a lesson shows).
-"""
+"""The PTX engine: :mod:`.compile` a kernel, :mod:`.parse` its PTX once, and follow it: :mod:`.machine` (with
+:mod:`.values`) for the ledger's static count, :mod:`.accesses` for the instruction view a lesson shows."""
 
 from ..record import CannotAttribute
 from .accesses import PtxCounts, analyze_ptx, count_global_accesses

@@ -50,9 +50,7 @@ class PtxCounts:
     """
 
     accesses: list[GlobalAccess] = field(default_factory=list)
-    local_accesses: int = 0
     instructions: list[GlobalAccess] = field(default_factory=list)
-    grid_stride: bool = False
 
     def loads(self, arg_index: int | None = None) -> int:
         return sum(1 for a in self.accesses if a.op == "load" and (arg_index is None or a.arg_index == arg_index))
@@ -91,7 +89,6 @@ class _Scan:
         self.taint, self.data_param, self.loops = taint, data_param, loops
         self.version: dict[str, int] = {}
         self.found: list[tuple[int | None, GlobalAccess]] = []
-        self.local = 0
         self.after_data_branch = False
 
     def owners(self, regs: list[str]) -> frozenset[int]:
@@ -114,10 +111,8 @@ class _Scan:
                 data = m is not None and int(m.group(1)) in self.data_param
                 self.written(regs[0], frozenset({self.data_param[int(m.group(1))]}) if data else None)
         elif ins.family in ("ld", "st") and ins.space == "local":
-            self.local += 1
-        # Global and generic addresses both count: numba emits ld.global, but a
-        # generic ld/st through a global pointer still reaches device memory.
-        elif ins.family in _OPS and ins.space not in ("param", "shared", "const", "local"):
+            pass  # a spilled register: neither device memory nor a value that is followed
+        elif ins.family in _OPS and ins.space not in ("param", "shared", "const", "local"):  # global, or generic
             self.access(i, ins, regs, by_data)
         elif regs:  # any other instruction: the destination inherits its sources' taint
             merged = self.owners(regs[1:] + guard)
@@ -211,8 +206,7 @@ def analyze_ptx(ptx: str, argtypes: Sequence[ArgType]) -> PtxCounts:
     looped = _one_iteration(regions, loops) if regions else []
     if not grid_stride:
         looped = _unattributed(looped, _NOT_GRID_STRIDE)
-    return PtxCounts(accesses=_distinct([a for loop, a in scan.found if loop is None]) + looped,
-                     local_accesses=scan.local, instructions=[a for _, a in scan.found], grid_stride=grid_stride)
+    return PtxCounts(_distinct([a for loop, a in scan.found if loop is None]) + looped, [a for _, a in scan.found])
 
 
 def count_global_accesses(kernel: Any, args: Sequence[Any], cc: tuple[int, int] | None = None) -> PtxCounts:

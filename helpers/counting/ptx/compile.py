@@ -139,8 +139,7 @@ def _compile_in_subprocess(source: str, name: str, argtypes: tuple[ArgType, ...]
 
 
 def compile_ptx(kernel: Any, argtypes: Sequence[ArgType], cc: tuple[int, int] | None = None) -> str:
-    """PTX for ``kernel`` (a ``@cuda.jit`` kernel or a plain function) and these argument types (in a subprocess
-    with the real compiler when this process runs the simulator)."""
+    """PTX for ``kernel`` (a ``@cuda.jit`` kernel or a plain function) and these argument types."""
     py_func = python_function(kernel)
     cc = cc or compute_capability()
     if is_simulator():

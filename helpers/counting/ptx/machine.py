@@ -23,6 +23,7 @@ from .values import DATA, Affine, Ranged, Split, Unknown, Unsupported, blend, un
 
 BASE_SHIFT = 44  # array k's data pointer is (k + 1) << 44: the argument can be read back from any address
 MAX_STEPS = 2_000_000  # instruction groups per range before giving up (a loop too long to follow)
+MAX_RANGES = 200_000  # block ranges per launch before giving up (blocks that differ in too many ways)
 _MEMORY = ("ld", "st", "atom", "red")
 _NO_RESULT = ("bar", "membar", "fence", "barrier", "prefetch")
 _INT = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)U?$")
@@ -81,6 +82,9 @@ class Machine:
         self.params = launch_params(launch, program.n_params)
         self.regs: dict[str, Any] = {}
         self.accesses: list[Access] = []
+
+    def refuse(self, why: str) -> CannotAttribute:
+        return CannotAttribute(f"cannot count {self.kernel}: {why}")
 
     def read(self, text: str) -> Any:
         if text in self.regs:
@@ -141,8 +145,8 @@ class Machine:
             if ins.family == "bra":
                 if pred.data:
                     raise DataDependentBranch.of(self.kernel)
-                raise CannotAttribute(f"cannot count {self.kernel}: a branch depends on {pred.what or 'a value'}, "
-                                      "which the static counter does not compute")
+                raise self.refuse(f"a branch depends on {pred.what or 'a value'}, which the static counter does not "
+                                  "compute")
             self.execute(ins, mask, step, unknown=pred)  # its result is unknown
             return None
         if pred is None:
@@ -192,9 +196,8 @@ class Machine:
         if unknown is not None:
             raise DataDependentBranch.of(self.kernel)
         if isinstance(value, Unknown):
-            raise CannotAttribute(f"cannot count {self.kernel}: a global memory access: {DATA_INDEX}" if value.data
-                                  else f"cannot count {self.kernel}: the address of a global memory access depends "
-                                  f"on {value.what}")
+            raise self.refuse(f"a global memory access: {DATA_INDEX}" if value.data
+                              else f"the address of a global memory access depends on {value.what}")
         if ins.family in ("ld", "atom"):
             self.regs.update(dict.fromkeys(ins.dests(), DATA))
         if not active.any():
@@ -212,7 +215,7 @@ class Machine:
         if outside.any():
             if not self.domain.exact:
                 raise Split
-            blocks = self.domain.block(np.flatnonzero(active)[outside])
+            blocks = self.domain.block(np.flatnonzero(active)[outside])  # the tests' exact domain spans blocks
             raise OutOfBounds.of(self.kernel, info.name, int(first[outside][0]), info.size,
                                  int((blocks == blocks[0]).sum()), int(blocks[0]))
         self.accesses.append(Access(np.flatnonzero(active), k, element, slope, count,
@@ -226,11 +229,9 @@ class Machine:
         if varies and not self.domain.exact:
             raise Split
         if varies or not 0 <= k < len(self.launch.args):
-            raise CannotAttribute(f"cannot count {self.kernel}: a global memory access whose address is not "
-                                  "inside one array argument")
+            raise self.refuse("a global memory access whose address is not inside one array argument")
         if not self.launch.args[k].is_array:
-            raise CannotAttribute(f"cannot count {self.kernel}: an access through the scalar argument "
-                                  f"{self.launch.args[k].name}")
+            raise self.refuse(f"an access through the scalar argument {self.launch.args[k].name}")
         return k
 
 
@@ -282,8 +283,7 @@ def follow_range(program: Program, launch: LaunchArgs, kernel: str, grid: tuple[
     return counts
 
 
-def emulate(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Sequence[int], kernel: str,
-            max_ranges: int = 200_000) -> ElementCounts:
+def emulate(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Sequence[int], kernel: str) -> ElementCounts:
     """Distinct elements each thread of the launch reads and writes, per array argument, summed over threads: found
     block range by block range (fast when blocks behave alike)."""
     g, b = dims3(grid), dims3(block)
@@ -294,7 +294,7 @@ def emulate(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Sequence[i
     while todo:
         b0, b1 = todo.pop()
         followed += 1
-        if followed > max_ranges:
+        if followed > MAX_RANGES:
             raise CannotAttribute(f"{kernel}: its blocks differ in too many ways for the static counter to follow")
         try:
             total.add(follow_range(program, launch, kernel, g, b, b0, b1))
