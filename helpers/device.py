@@ -60,6 +60,15 @@ def l2_bytes() -> int | None:
     return int(cuda.get_current_device().L2_CACHE_SIZE)
 
 
+def total_memory_bytes() -> int | None:
+    """The device's memory in bytes as the driver reports it, or ``None`` in the simulator."""
+    if is_simulator():
+        return None
+    from numba import cuda
+
+    return int(cuda.current_context().get_memory_info()[1])
+
+
 # The memory bandwidth each GPU's datasheet states (GB/s): the series' one *bound*.  The one
 # *best measurement* beside it is the fastest streaming kernel this project measured with the
 # same read/write mix (see helpers.lessons.roofline.ceiling).

@@ -266,3 +266,21 @@ def test_the_steps_plot_draws_each_steps_rate_against_the_peak_and_cublas():
     assert sorted(round(line.get_ydata()[0], 1) for line in ax.get_lines()) == [50.0, 67.0]
     with pytest.raises(ValueError, match="times none of"):
         report.plot_steps(record.AttentionBench(peak_fp32_flops=None, rows=[record.AttentionRow(1, 1, 8, 8, 1.0, 0)]))
+
+
+def test_the_long_run_checks_sampled_rows_against_float64_and_says_what_the_unfused_pipeline_would_need():
+    from helpers.lessons.attention import measure
+
+    rng = np.random.default_rng(1)
+    qkv = [rng.standard_normal((2, 40, 16)).astype(np.float32) for _ in range(3)]
+    rows = np.array([0, 7, 20, 39])
+    for causal in (False, True):
+        want = at.reference(*qkv, causal)
+        assert measure.sampled_error(want.astype(np.float32), qkv, causal, rows) < 1e-6
+        wrong = want.copy()
+        wrong[1, 39] += 0.5
+        assert measure.sampled_error(wrong, qkv, causal, rows) > 0.1  # a wrong sampled row is seen
+    checked = measure.long_implementations([a[:1, :20].copy() for a in qkv], True)
+    assert [impl.name for impl in checked] == ["numba tiled causal", "numba TF32 tensor cores causal",
+                                               "numba 3xTF32 tensor cores causal"]
+    assert all(impl.error() < impl.tolerance for impl in checked)

@@ -17,7 +17,7 @@ import numpy as np
 from numba import cuda
 
 from helpers.backend import is_simulator
-from helpers.device import peak_fp32_flops
+from helpers.device import peak_fp32_flops, total_memory_bytes
 from helpers.harness.campaign import whole
 from helpers.harness.cli import Command
 from helpers.harness.peers import release_memory
@@ -29,7 +29,7 @@ from helpers.timing import time_gpu
 
 from . import kernels as attention
 from . import bf16, tensor_cores, tiled
-from .record import AttentionBench, AttentionDram, AttentionRow, KernelDram
+from .record import AttentionBench, AttentionDram, AttentionLong, AttentionRow, KernelDram
 from .report import attention_table, dram_table, save_plot
 
 ATTENTION_LENGTHS = [4096, 1024]
@@ -220,6 +220,57 @@ def bench_attention(lengths: Sequence[int], batch: int, heads: int, d: int = HEA
     return bench
 
 
+LONG_LENGTH = 32768
+
+
+def sampled_error(got: np.ndarray, qkv: Sequence[np.ndarray], causal: bool, rows: np.ndarray) -> float:
+    """Largest error over some query rows of the first and last head, relative to their largest output: the
+    float64 reference of whole heads at a long L would need L x L doubles each."""
+    worst = 0.0
+    for h in (0, qkv[0].shape[0] - 1):
+        q, k, v = (a[h].astype(np.float64) for a in qkv)
+        s = q[rows] @ k.T / math.sqrt(q.shape[1])
+        if causal:
+            s = np.where(np.arange(k.shape[0])[None, :] <= rows[:, None], s, -np.inf)
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        want = (p / p.sum(axis=1, keepdims=True)) @ v
+        worst = max(worst, float(np.max(np.abs(got[h, rows] - want)) / np.max(np.abs(want))))
+    return worst
+
+
+def long_implementations(qkv: Sequence[np.ndarray], causal: bool) -> list[Implementation]:
+    """The fused kernels at their default shapes: none allocates anything that grows with L."""
+    bh, length, d = qkv[0].shape
+    rows = np.unique(np.r_[0:8, length // 2:length // 2 + 8, length - 8:length])
+    error = lambda got, causal: sampled_error(got, qkv, causal, rows)  # noqa: E731
+    dq, dk, dv = (cuda.to_device(a) for a in qkv)
+    out = cuda.device_array((bh, length, d), np.float32)
+    runs = [("numba tiled", lambda: tiled.run_tiled(dq, dk, dv, out, causal), TOLERANCE),
+            ("numba TF32 tensor cores", lambda: tensor_cores.run_tensor_cores(dq, dk, dv, out, causal), TF32_TOLERANCE),
+            ("numba 3xTF32 tensor cores", lambda: tensor_cores.run_tensor_cores(
+                dq, dk, dv, out, causal, tensor_cores.default_config(3, d)), TOLERANCE)]
+    suffix = " causal" if causal else ""
+    return [Implementation(name + suffix, run, checked_output(run, out, lambda got: error(got, causal)), tol)
+            for name, run, tol in runs]
+
+
+def bench_long(length: int = LONG_LENGTH, batch: int = 4, heads: int = 16, d: int = HEAD_DIM,
+               keep: Callable[[AttentionLong], object] | None = None) -> AttentionLong:
+    """The fused kernels at a length whose S and P would not fit: checked on sampled rows, then timed."""
+    rng = np.random.default_rng()
+    qkv = [rng.standard_normal((batch * heads, length, d), dtype=np.float32) for _ in range(3)]
+    record = AttentionLong(batch, heads, length, d, 2 * 4 * batch * heads * length * length, total_memory_bytes())
+    print(f"attention B={batch} H={heads} L={length} d={d}: the unfused pipeline's S and P would need "
+          f"{record.unfused_scratch_bytes / 1e9:,.0f} GB; the fused kernels allocate nothing")
+    for causal in (False, True):
+        measure_sizes(lambda n, causal=causal: long_implementations([np.ascontiguousarray(a[:, :n]) for a in qkv],
+                                                                    causal), [length], 3,
+                      lambda n, measured: record.measured.extend(measured))
+        if keep is not None:
+            keep(record)
+    return record
+
+
 WORKLOAD = [  # (pipeline, launches): what attention-workload runs, in this order
     ("numba unfused fp32", 3), ("numba fused fp32", 1), ("numba tiled fp32", 1),
     ("numba unfused TF32", 3), ("numba TF32 tensor cores", 1)]
@@ -266,6 +317,13 @@ def run_attention(args: argparse.Namespace) -> AttentionBench | None:
     return None if keep is None else bench
 
 
+def run_long(args: argparse.Namespace) -> AttentionLong | None:
+    keep = keeper(args)
+    length, (b, h), d = (80, (1, 2), 16) if is_simulator() else (LONG_LENGTH, ATTENTION_HEADS, HEAD_DIM)
+    record = bench_long(length, b, h, d, keep=keep)
+    return None if keep is None else record
+
+
 def shape_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--length", type=whole(1, "--length"), default=4096, help="L, the sequence length")
     parser.add_argument("--heads", type=whole(1, "--heads"), default=16, help="heads (batch and heads in one)")
@@ -290,6 +348,8 @@ def run_workload(args: argparse.Namespace) -> int:
 COMMANDS = [
     Command("attention", "check, then time, both attention pipelines against torch (reductions_attention.json)",
             run_attention, quick_option),
+    Command("attention-long", f"the fused kernels at L = {LONG_LENGTH}, where S and P would not fit "
+            "(reductions_attention_long.json)", run_long, lambda parser: None),
     Command("ncu-attention", "DRAM bytes of both pipelines from Nsight Compute (reductions_attention_ncu.json)",
             run_ncu, ncu_options),
     Command("attention-workload", "run both pipelines once, for ncu to profile", run_workload, shape_options),

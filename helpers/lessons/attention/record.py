@@ -27,6 +27,19 @@ class AttentionBench(results.Record, schema="reductions_attention", version=1):
 
 
 @dataclass
+class AttentionLong(results.Record, schema="reductions_attention_long", version=1):
+    """The fused kernels at a length where S and P cannot exist: what the unfused pipeline would allocate."""
+
+    batch: int
+    heads: int
+    length: int
+    head_dim: int
+    unfused_scratch_bytes: int  # S and P: 2 x heads x L x L floats
+    device_memory_bytes: int | None
+    measured: list[Measured] = field(default_factory=list)
+
+
+@dataclass
 class KernelDram:
     """One profiled launch: DRAM bytes read and written, from Nsight Compute."""
 

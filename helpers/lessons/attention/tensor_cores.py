@@ -171,7 +171,9 @@ def measured_config(passes: int) -> TensorCoreConfig | None:
 
 def default_config(passes: int = 1, head_dim: int | None = None) -> TensorCoreConfig:
     """The measured best (:func:`measured_config`) where it fits ``head_dim``; else four warps, with 64-key tiles
-    for one pass and 32 for three."""
+    for one pass and 32 for three.  In the simulator, which emulates every mma.sync, one warp and 16-key tiles."""
+    if is_simulator():
+        return TensorCoreConfig(1, 16, passes)
     measured = measured_config(passes)
     if measured is not None and not is_simulator():
         try:
