@@ -139,14 +139,10 @@ def default_bf16_config(d: int) -> Bf16Config:
     return Bf16Config(1, 16) if is_simulator() else Bf16Config(4, 64 if d <= 64 else 32)
 
 
-def make_bf16_attention_kernel(head_dim, warps, block_k, causal):
-    """Fused attention on bf16 tensor cores: each warp owns 16 query rows; S and P stay in its fragments."""
-    D, W, BK = head_dim, warps, block_k  # compile-time constants
-    THREADS, D2 = 32 * W, head_dim // 2  # D2: words per row
+def make_bf16_stage(head_dim, block_k, threads):
+    """Stage a tile of K (as it is) and of V (transposed, two keys to a word); zeros past the end."""
+    D2, BK, THREADS = head_dim // 2, block_k, threads  # D2: words per row
     KS, VS = D2 + 2, BK // 2 + 8  # padded row strides of the K and transposed V tiles, in words
-    NT, DT, KS16 = BK // 8, D // 8, D // 16  # n-tiles of S, n-tiles of O, k-steps over d
-    K_SIZE, V_SIZE, Q_SIZE, S_SIZE, O_SIZE = BK * KS, D * VS, 4 * KS16, 4 * NT, 4 * DT
-    softmax_step = make_fragment_softmax(NT, DT, causal, keep)  # P is rounded to bf16 as it is packed
 
     @cuda.jit(device=True, inline="always")
     def stage(k, v, k_s, vt_s, row0, end):
@@ -160,6 +156,14 @@ def make_bf16_attention_kernel(head_dim, warps, block_k, causal):
             high = v[(row0 + 2 * j + 1) * D2 + w] if row0 + 2 * j + 1 < end else uint32(0)
             vt_s[(2 * w) * VS + j] = (low & uint32(0xFFFF)) | (high << uint32(16))
             vt_s[(2 * w + 1) * VS + j] = (low >> uint32(16)) | (high & uint32(0xFFFF0000))
+
+    return stage
+
+
+def make_bf16_products(head_dim, block_k):
+    """S = Q K^T (scaled) and O += P V for one warp's 16 rows, every fragment one 8-byte shared read."""
+    D2, KS, VS = head_dim // 2, head_dim // 2 + 2, block_k // 2 + 8
+    NT, DT, KS16, S_SIZE = block_k // 8, head_dim // 8, head_dim // 16, 4 * (block_k // 8)
 
     @cuda.jit(device=True, inline="always")
     def scores(qf, k_s, s, g, t, scale):
@@ -190,6 +194,13 @@ def make_bf16_attention_kernel(head_dim, warps, block_k, causal):
                 o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3] = mma_bf16(
                     p0, p1, p2, p3, b0, b1, o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3])
 
+    return scores, weighted_sum
+
+
+def make_bf16_rows(head_dim):
+    """Load the lane's two rows of Q as A fragments; store its two columns of an output row as a bf16 pair."""
+    D2, KS16, DT = head_dim // 2, head_dim // 16, head_dim // 8
+
     @cuda.jit(device=True, inline="always")
     def load_q(q, qf, rows, length, t, scale):
         """Words ``8 q + 2 t`` and ``+ 1`` (head columns ``16 q + 4 t .. + 3``) of the lane's two rows."""
@@ -206,8 +217,18 @@ def make_bf16_attention_kernel(head_dim, warps, block_k, causal):
         for n in range(DT):
             out[row * D2 + 4 * n + t] = pack_bf16(o[4 * n + 2 * h] / whole, o[4 * n + 2 * h + 1] / whole)
 
-    parts = (load_q, stage, scores, softmax_step, weighted_sum, store_row)
-    return make_fragment_kernel(parts, (W, BK, K_SIZE, V_SIZE, Q_SIZE, S_SIZE, O_SIZE), uint32, causal)
+    return load_q, store_row
+
+
+def make_bf16_attention_kernel(head_dim, warps, block_k, causal):
+    """Fused attention on bf16 tensor cores: each warp owns 16 query rows; S and P stay in its fragments."""
+    D, BK, NT, DT = head_dim, block_k, block_k // 8, head_dim // 8
+    sizes = (warps, BK, BK * (D // 2 + 2), D * (BK // 2 + 8), 4 * (D // 16), 4 * NT, 4 * DT)  # K, V, Q, S, O
+    scores, weighted_sum = make_bf16_products(D, BK)
+    load_q, store_row = make_bf16_rows(D)
+    parts = (load_q, make_bf16_stage(D, BK, 32 * warps), scores,
+             make_fragment_softmax(NT, DT, causal, keep), weighted_sum, store_row)  # P rounded as it is packed
+    return make_fragment_kernel(parts, sizes, uint32, causal)
 
 
 def bf16_kernel(head_dim: int, config: Bf16Config, causal: bool) -> Any:

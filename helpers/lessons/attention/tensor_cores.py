@@ -274,14 +274,9 @@ def make_fragment_kernel(parts, sizes, tile_type, causal):
     return fragment_attention_kernel
 
 
-def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes):
-    """Fused attention on TF32 tensor cores: each warp owns 16 query rows; S and P stay in its fragments."""
-    D, W, BK, THREE = head_dim, warps, block_k, passes == 3  # compile-time constants
-    THREADS, D4 = 32 * W, head_dim // 4
-    KS4, VS4 = (D + 4) // 4, (BK + 4) // 4  # padded row strides of the K and transposed V tiles, in float4s
-    NT, DT, KP = BK // 8, D // 8, D // 16  # n-tiles of S, n-tiles of O, pairs of k-steps over d
-    K_SIZE, V_SIZE, Q_SIZE, S_SIZE, O_SIZE = BK * (D + 4), D * (BK + 4), 8 * KP, 4 * NT, 4 * DT
-    softmax_step = make_fragment_softmax(NT, DT, causal, keep if THREE else tf32)
+def make_tf32_product(passes):
+    """One m16n8k8 product: of TF32 fragments (one pass), or of float32 ones split in three."""
+    THREE = passes == 3  # compile-time constant
 
     @cuda.jit(device=True, inline="always")
     def split(x):
@@ -304,6 +299,14 @@ def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes):
             c0, c1, c2, c3 = mma_tf32(a0, a1, a2, a3, sb0, sb1, c0, c1, c2, c3)
         return mma_tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3)
 
+    return mma
+
+
+def make_tf32_stage(head_dim, block_k, threads, passes):
+    """Stage a tile of K (as it is) and of V (transposed); zeros past the end."""
+    D4, BK, THREADS, THREE = head_dim // 4, block_k, threads, passes == 3  # compile-time constants
+    KS4, VS4 = (head_dim + 4) // 4, (block_k + 4) // 4  # padded row strides of the two tiles, in float4s
+
     @cuda.jit(device=True, inline="always")
     def stage(k, v, k_s, vt_s, row0, end):
         """K rows as they are, V transposed (its columns become rows); rounded to TF32 for one pass; zeros past
@@ -320,6 +323,14 @@ def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes):
             store4(k_s, r * KS4 + c4, x0, x1, x2, x3)
             base = 4 * c4 * 4 * VS4 + r
             vt_s[base], vt_s[base + 4 * VS4], vt_s[base + 8 * VS4], vt_s[base + 12 * VS4] = y0, y1, y2, y3
+
+    return stage
+
+
+def make_tf32_products(head_dim, block_k, mma):
+    """S = Q K^T and O += P V for one warp's 16 rows, every fragment one 16-byte shared read."""
+    KS4, VS4 = (head_dim + 4) // 4, (block_k + 4) // 4
+    NT, DT, KP, S_SIZE = block_k // 8, head_dim // 8, head_dim // 16, 4 * (block_k // 8)
 
     @cuda.jit(device=True, inline="always")
     def scores(qf, k_s, s, g, t, scale):  # scale: unused, Q was scaled as it was loaded
@@ -351,6 +362,13 @@ def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes):
                 o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3] = mma(
                     s[b], s[b + 2], s[b + 1], s[b + 3], z2, z3, o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3])
 
+    return scores, weighted_sum
+
+
+def make_tf32_rows(head_dim, passes):
+    """Load the lane's two rows of Q as A fragments; store its two columns of an output row."""
+    D, D4, KP, DT, THREE = head_dim, head_dim // 4, head_dim // 16, head_dim // 8, passes == 3
+
     @cuda.jit(device=True, inline="always")
     def load_q(q, qf, rows, length, t, scale):
         """Head columns ``16 p + 4 t .. + 3`` of the lane's two rows, scaled (and for one pass rounded to TF32)."""
@@ -372,8 +390,18 @@ def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes):
             out[row * D + 8 * n + 2 * t] = o[4 * n + 2 * h] / whole
             out[row * D + 8 * n + 2 * t + 1] = o[4 * n + 2 * h + 1] / whole
 
-    parts = (load_q, stage, scores, softmax_step, weighted_sum, store_row)
-    return make_fragment_kernel(parts, (W, BK, K_SIZE, V_SIZE, Q_SIZE, S_SIZE, O_SIZE), float32, causal)
+    return load_q, store_row
+
+
+def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes):
+    """Fused attention on TF32 tensor cores: each warp owns 16 query rows; S and P stay in its fragments."""
+    D, BK, NT, DT = head_dim, block_k, block_k // 8, head_dim // 8
+    sizes = (warps, BK, BK * (D + 4), D * (BK + 4), 8 * (D // 16), 4 * NT, 4 * DT)  # K, V, Q, S and O sizes
+    scores, weighted_sum = make_tf32_products(D, BK, make_tf32_product(passes))
+    load_q, store_row = make_tf32_rows(D, passes)
+    parts = (load_q, make_tf32_stage(D, BK, 32 * warps, passes), scores,
+             make_fragment_softmax(NT, DT, causal, keep if passes == 3 else tf32), weighted_sum, store_row)
+    return make_fragment_kernel(parts, sizes, float32, causal)
 
 
 # --- the unfused pipeline on tensor cores: S = Q K^T and O = P V as TF32 products through memory ------------

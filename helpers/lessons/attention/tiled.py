@@ -119,21 +119,20 @@ def default_tiled_config(d: int) -> TiledConfig:
     return TiledConfig(64, 16, 4, 8) if d >= 8 else TiledConfig(32, 8, 1, 8)
 
 
-def make_tiled_attention_kernel(head_dim, block_q, block_k, rows, keys, causal):
-    """The register-tiled fused kernel for one head size, block shape and masking."""
-    D, BQ, BK, TM, TN = head_dim, block_q, block_k, rows, keys  # compile-time constants
-    CG = BK // TN  # lanes sharing a query row, next to each other in one warp
-    RG = BQ // TM  # row groups
-    TD = D // CG  # output columns per thread, as TD // 4 float4s
-    THREADS, D4, QS4, PS4 = RG * CG, D // 4, (D + 4) // 4, (BK + 4) // 4  # row strides in float4s
-    NEG = float32(-math.inf)
-    SCRATCH = THREADS if is_simulator() else 1
-    Q_SIZE, K_SIZE, V_SIZE, P_SIZE = BQ * (D + 4), BK * (D + 4), BK * D, BQ * (BK + 4)  # floats
-    S_SIZE, ACC_SIZE, TM4, TN4 = TM * TN, TM * TD, 4 * TM, 4 * TN
+def tiling(head_dim, block_q, block_k, rows, keys):
+    """The tiled kernel's compile-time numbers: D, BQ, BK, TM, TN, CG (lanes a row), RG (row groups), TD (output
+    columns a thread) and THREADS."""
+    lanes = block_k // keys
+    return (head_dim, block_q, block_k, rows, keys, lanes, block_q // rows, head_dim // lanes,
+            (block_q // rows) * lanes)
+
+
+def make_stage(head_dim, threads):
+    """A device function copying rows of one head into a shared tile, 16 bytes a load; zeros past the end."""
+    D4, QS4, THREADS = head_dim // 4, (head_dim + 4) // 4, threads  # row strides in float4s (QS4: padded by 4)
 
     @cuda.jit(device=True, inline="always")
     def stage(src, tile, row0, rows_here, length, scale, padded):
-        """Copy ``rows_here`` rows of one head from ``row0`` into ``tile``, 16 bytes a load; zeros past the end."""
         stride = QS4 if padded else D4
         for e in range(cuda.threadIdx.x, rows_here * D4, THREADS):
             r, c4 = e // D4, e % D4
@@ -141,6 +140,13 @@ def make_tiled_attention_kernel(head_dim, block_q, block_k, rows, keys, causal):
             if row0 + r < length:
                 x0, x1, x2, x3 = load4(src, (row0 + r) * D4 + c4)
             store4(tile, r * stride + c4, x0 * scale, x1 * scale, x2 * scale, x3 * scale)
+
+    return stage
+
+
+def make_row_reductions(lanes):
+    """The maximum and the sum over the ``lanes`` neighbouring lanes that share a query row (warp shuffles)."""
+    CG = lanes
 
     @cuda.jit(device=True, inline="always")
     def row_max(x, scratch):
@@ -158,9 +164,16 @@ def make_tiled_attention_kernel(head_dim, block_q, block_k, rows, keys, causal):
             off //= 2
         return x
 
+    return row_max, row_sum
+
+
+def make_scores(shape):
+    """s[r, n] = Q[row r] . K[key n] for a thread's micro-tile, four head columns at a time from registers."""
+    D, _, _, TM, TN, CG, RG, _, _ = shape
+    D4, QS4, TM4, TN4 = D // 4, (D + 4) // 4, 4 * TM, 4 * TN
+
     @cuda.jit(device=True, inline="always")
     def scores(q_s, k_s, s, ty, tx):
-        """s[r, n] = Q[row r] . K[key n], four columns at a time from registers."""
         qf = cuda.local.array(TM4, float32)
         kf = cuda.local.array(TN4, float32)
         for i in range(TM * TN):
@@ -177,9 +190,16 @@ def make_tiled_attention_kernel(head_dim, block_q, block_k, rows, keys, causal):
                         a += qf[4 * r + i] * kf[4 * n + i]
                     s[r * TN + n] = a
 
+    return scores
+
+
+def make_softmax_step(shape, causal, row_max):
+    """Mask, update each of a thread's rows' running max and sum, rescale its outputs, write its part of P."""
+    _, _, BK, TM, TN, CG, RG, TD, _ = shape
+    NEG = float32(-math.inf)
+
     @cuda.jit(device=True, inline="always")
     def softmax_step(s, m, total, acc, p_s, scratch, ty, tx, q0, start, length, masked):
-        """Mask, update each row's running max and sum, rescale its outputs, write P."""
         for r in range(TM):
             row = q0 + ty + RG * r
             top = NEG
@@ -200,9 +220,16 @@ def make_tiled_attention_kernel(head_dim, block_q, block_k, rows, keys, causal):
             for e in range(TD):
                 acc[r * TD + e] *= correction
 
+    return softmax_step
+
+
+def make_weighted_sum(shape):
+    """acc[r, :] += P[row r, j] V[j, :] over a tile's keys, four keys at a time."""
+    D, _, BK, TM, _, CG, RG, TD, _ = shape
+    D4, PS4, TM4 = D // 4, (BK + 4) // 4, 4 * TM
+
     @cuda.jit(device=True, inline="always")
     def weighted_sum(p_s, v_s, acc, ty, tx):
-        """acc[r, :] += P[row r, j] V[j, :] over the tile's keys, four keys at a time."""
         pf = cuda.local.array(TM4, float32)
         for j4 in range(BK // 4):
             for r in range(TM):
@@ -217,6 +244,20 @@ def make_tiled_attention_kernel(head_dim, block_q, block_k, rows, keys, causal):
                         acc[base + 1] += p * v1
                         acc[base + 2] += p * v2
                         acc[base + 3] += p * v3
+
+    return weighted_sum
+
+
+def make_tiled_attention_kernel(head_dim, block_q, block_k, rows, keys, causal):
+    """The register-tiled fused kernel for one head size, block shape and masking."""
+    shape = tiling(head_dim, block_q, block_k, rows, keys)
+    D, BQ, BK, TM, TN, CG, RG, TD, THREADS = shape  # compile-time constants
+    D4, NEG, SCRATCH = D // 4, float32(-math.inf), THREADS if is_simulator() else 1
+    Q_SIZE, K_SIZE, V_SIZE, P_SIZE = BQ * (D + 4), BK * (D + 4), BK * D, BQ * (BK + 4)  # floats
+    S_SIZE, ACC_SIZE = TM * TN, TM * TD
+    stage, (row_max, row_sum) = make_stage(D, THREADS), make_row_reductions(CG)
+    scores, weighted_sum = make_scores(shape), make_weighted_sum(shape)
+    softmax_step = make_softmax_step(shape, causal, row_max)
 
     @cuda.jit
     def tiled_attention_kernel(q, k, v, out, length, scale):
