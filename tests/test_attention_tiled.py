@@ -62,9 +62,9 @@ def test_the_ledger_counts_q_and_out_once_and_k_and_v_once_per_block_of_rows(cau
 
 
 def test_causal_attention_computes_about_half_the_pairs():
-    assert tiled.attention_flops(1, 4, 8, causal=True) == 4 * 8 * (1 + 2 + 3 + 4)
-    assert tiled.attention_flops(2, 4096, 64, causal=False) == 4 * 64 * 2 * 4096 ** 2
-    half = tiled.attention_flops(1, 4096, 64, True) / tiled.attention_flops(1, 4096, 64, False)
+    assert at.attention_flops(1, 4, 8, causal=True) == 4 * 8 * (1 + 2 + 3 + 4)
+    assert at.attention_flops(2, 4096, 64, causal=False) == 4 * 64 * 2 * 4096 ** 2
+    half = at.attention_flops(1, 4096, 64, True) / at.attention_flops(1, 4096, 64, False)
     assert 0.5 < half < 0.5002
 
 
@@ -243,3 +243,16 @@ def test_the_bf16_kernel_compiles_to_m16n8k16_mma_sync_and_8_byte_shared_reads()
     ptx = compiled[json.dumps([64, 0, 4, 64])]
     assert ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") == 64  # 32 for Q K^T, 32 for P V
     assert ptx.count("ld.shared.v2") == 64 and "cvt.rn.bf16x2.f32" in ptx and ".local" not in ptx
+
+
+@pytest.mark.parametrize("d", range(4, 132, 4))
+def test_the_default_tiled_shape_fits_every_head_size_it_can_run(d):
+    """Every multiple of 4 up to 128 (48 and 80 too, where the 64 x 32 shape's 8 lanes a row do not divide d)."""
+    tiled.default_tiled_config(d).check(d)
+
+
+def test_bf16_shapes_are_checked_when_made():
+    with pytest.raises(ValueError, match="`block_k` must be"):
+        bf16.Bf16Config(4, 0)
+    with pytest.raises(ValueError, match="`warps` must be"):
+        bf16.Bf16Config(33, 64)

@@ -30,11 +30,10 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from helpers.backend import is_simulator
-from helpers.lessons.roofline.kernels import require_flat_and_aligned
-from helpers.validate import check_no_aliasing, require_array
+from helpers.validate import require_whole
 
 from .tensor_cores import keep, make_fragment_kernel, make_fragment_softmax
-from .tiled import SHARED_BYTES, checked_config, checked_kernel
+from .tiled import SHARED_BYTES, checked_config, checked_kernel, launch_flat, require_flat_qkv
 
 if is_simulator():
     from .tensor_cores import emulate_mma
@@ -120,14 +119,17 @@ class Bf16Config:
     warps: int = 4
     block_k: int = 64
 
+    def __post_init__(self) -> None:
+        require_whole("warps", self.warps, high=32)
+        require_whole("block_k", self.block_k, high=1024)
+
     def shared_words(self, d: int) -> int:
         """The K tile (rows padded by 2 words) and the transposed V tile (rows padded by 8 words)."""
         return self.block_k * (d // 2 + 2) + d * (self.block_k // 2 + 8)
 
     def check(self, d: int) -> None:
-        if d % 16 or self.block_k % 16 or not 1 <= self.warps <= 32:
-            raise ValueError(f"d ({d}) and block_k ({self.block_k}) must be multiples of 16 (one m16n8k16 step), "
-                             f"warps ({self.warps}) from 1 to 32")
+        if d % 16 or self.block_k % 16:
+            raise ValueError(f"d ({d}) and block_k ({self.block_k}) must be multiples of 16 (one m16n8k16 step)")
         if 4 * self.shared_words(d) > SHARED_BYTES:
             raise ValueError(f"the K and V tiles need {4 * self.shared_words(d):,} bytes of shared memory, over the "
                              f"{SHARED_BYTES:,} a block holds without opting in: use a smaller block_k")
@@ -243,21 +245,12 @@ def _make(d: int, c: Bf16Config, causal: bool) -> Any:
 def run_bf16(q: Any, k: Any, v: Any, out: Any, causal: bool = False, config: Bf16Config | None = None) -> None:
     """One launch on bf16 tensor cores; allocates nothing.  Q, K, V and the output are bf16 pairs
     (:func:`to_bf16`): ``uint32`` device arrays of shape (heads, L, d // 2), contiguous and 16-byte aligned."""
-    for name, a in (("q", q), ("k", k), ("v", v), ("out", out)):
-        require_array(name, a, ndim=3, dtype=np.uint32)
-    shapes = {tuple(a.shape) for a in (q, k, v, out)}
-    if len(shapes) != 1:
-        raise ValueError(f"q, k, v and out must have one shape, got {sorted(shapes)}")
-    check_no_aliasing({"k": k, "v": v}, {"out": out})  # later blocks still read every tile of K and V
-    check_no_aliasing({"q": q}, {"out": out}, in_place=True)  # a block reads its rows of Q before it writes them
-    require_flat_and_aligned({"q": q, "k": k, "v": v, "out": out}, "the bf16 kernel")
-    heads, length, d = q.shape[0], q.shape[1], 2 * q.shape[2]
-    config = checked_config(config or default_bf16_config(d), Bf16Config)
-    kernel = bf16_kernel(d, config, causal)
+    heads, length, words = require_flat_qkv(q, k, v, out, "the bf16 kernel", np.uint32)
+    config = checked_config(config or default_bf16_config(2 * words), Bf16Config)
+    kernel = bf16_kernel(2 * words, config, causal)
     if heads and length:
-        q, k, v, out = (a.reshape(heads * length * d // 2) for a in (q, k, v, out))
-        blocks = ((length + 16 * config.warps - 1) // (16 * config.warps), heads)
-        kernel[blocks, 32 * config.warps](q, k, v, out, length, float32(math.log2(math.e) / math.sqrt(d)))
+        rows = 16 * config.warps
+        launch_flat(kernel, ((length + rows - 1) // rows, heads), 32 * config.warps, q, k, v, out, 2 * words)
 
 
 def compile_request(request: dict[str, Any]) -> dict[str, str]:

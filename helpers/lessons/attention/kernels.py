@@ -49,13 +49,14 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False)
     return (p / p.sum(axis=-1, keepdims=True)) @ v64
 
 
-def _require_qkv(q: Any, k: Any, v: Any, out: Any) -> tuple[int, int, int]:
-    """(heads, L, d) of four float32 device arrays of one shape; ``out`` may be ``q``, never ``k`` or ``v``."""
+def _require_qkv(q: Any, k: Any, v: Any, out: Any, dtype: Any = np.float32) -> tuple[int, int, int]:
+    """(heads, L, last axis) of four device arrays of ``dtype`` and one shape; ``out`` may be ``q``, never ``k`` or
+    ``v``."""
     shapes = {name: tuple(getattr(a, "shape", ())) for name, a in (("q", q), ("k", k), ("v", v), ("out", out))}
     for name, a in (("q", q), ("k", k), ("v", v), ("out", out)):
         if len(shapes[name]) != 3:
             raise ValueError(f"`{name}` must be (heads, L, d), got shape {shapes[name]}")
-        require_array(name, a, dtype=np.float32)
+        require_array(name, a, dtype=dtype)
     if len(set(shapes.values())) != 1:
         raise ValueError(f"q, k, v and out must have one shape, got {shapes}")
     heads, length, d = shapes["q"]
@@ -118,6 +119,17 @@ def weighted_sum_kernel(p, v, out):
 # <<< end of the export from notebooks/11_fusing_through_a_reduction.ipynb
 
 
+def require_scratch(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any) -> None:
+    """``s`` and ``p`` are (heads x L) x L floating device matrices apart from Q, K, V and the output."""
+    heads, length = q.shape[0], q.shape[1]
+    for name, a in (("s", s), ("p", p)):
+        require_array(name, a, ndim=2, floating=True)
+    if tuple(s.shape) != (heads * length, length) or tuple(p.shape) != (heads * length, length):
+        raise ValueError(f"`s` and `p` must be ({heads * length}, {length}), got {tuple(s.shape)} and {tuple(p.shape)}")
+    check_no_aliasing({"q": q, "k": k, "v": v}, {"s": s, "p": p})
+    check_no_aliasing({"s": s, "p": p}, {"out": out})
+
+
 def unfused_buffers(heads: int, length: int) -> tuple[Any, Any]:
     """The two L x L arrays per head the unfused pipeline needs: scores and probabilities.
 
@@ -134,12 +146,7 @@ def run_unfused(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, causal: bool =
     heads or no rows, L = 0: there is nothing to compute)."""
     heads, length, d = _require_qkv(q, k, v, out)
     causal = require_flag("causal", causal)
-    for name, a in (("s", s), ("p", p)):
-        require_array(name, a, ndim=2, floating=True)
-    if tuple(s.shape) != (heads * length, length) or tuple(p.shape) != (heads * length, length):
-        raise ValueError(f"`s` and `p` must be ({heads * length}, {length}), got {tuple(s.shape)} and {tuple(p.shape)}")
-    check_no_aliasing({"q": q, "k": k, "v": v}, {"s": s, "p": p})
-    check_no_aliasing({"s": s, "p": p}, {"out": out})
+    require_scratch(q, k, v, s, p, out)
     if heads == 0 or length == 0:
         return  # a launch of 0 blocks would do nothing in the simulator, and a GPU refuses it
     tiles = (length + TILE - 1) // TILE
@@ -340,6 +347,15 @@ def count_ledgers(heads: int = 1, length: int = 40, d: int = 8) -> list[Ledger]:
     with Ledger("fused") as fused:
         run_fused(q, k, v, out, config=SIMULATOR_CONFIG)
     return [unfused, fused]
+
+
+def attention_flops(heads: int, length: int, d: int, causal: bool) -> int:
+    """Multiply-adds of ``Q K^T`` and ``P V``, two flops each: ``4 d`` per (query, key) pair computed.
+
+    Causal attention computes only the pairs with key <= query: ``L (L + 1) / 2`` of ``L^2``.
+    """
+    pairs = length * (length + 1) // 2 if causal else length * length
+    return 4 * d * heads * pairs
 
 
 @dataclass

@@ -2,8 +2,9 @@
 
 ``attention`` checks every implementation (at an odd length first, against float64 NumPy on two
 heads, relative to the largest output) before timing it beside torch's naive attention and SDPA
-kernels (:func:`helpers.lessons.softmax.measure.measure_sizes`).  ``ncu-attention`` profiles both
-Numba pipelines' DRAM bytes, running ``attention-workload`` under Nsight Compute.
+kernels (:func:`helpers.lessons.softmax.measure.measure_sizes`).  ``attention-long`` times the fused
+kernels at a length where S and P would not fit.  ``ncu-attention`` profiles the DRAM bytes of every
+pipeline in :data:`WORKLOAD`, running ``attention-workload`` under Nsight Compute.
 """
 
 from __future__ import annotations
@@ -207,8 +208,8 @@ def bench_attention(lengths: Sequence[int], batch: int, heads: int, d: int = HEA
 
     def done(length: int, measured: list[Measured]) -> None:
         release_memory()
-        row = AttentionRow(batch, heads, length, d, 4.0 * bh * length * length * d, 2 * 4 * bh * length * length,
-                           measured)
+        row = AttentionRow(batch, heads, length, d, float(attention.attention_flops(bh, length, d, False)),
+                           attention.footprint(bh, length, d).unfused_scratch, measured)
         bench.rows.append(row)
         if keep is not None:
             keep(bench)
@@ -238,20 +239,24 @@ def sampled_error(got: np.ndarray, qkv: Sequence[np.ndarray], causal: bool, rows
     return worst
 
 
-def long_implementations(qkv: Sequence[np.ndarray], causal: bool) -> list[Implementation]:
-    """The fused kernels at their default shapes: none allocates anything that grows with L."""
+def long_implementations(qkv: Sequence[np.ndarray]) -> list[Implementation]:
+    """The fused kernels at their default shapes, not causal and causal: none allocates anything that grows with L."""
     bh, length, d = qkv[0].shape
     rows = np.unique(np.r_[0:8, length // 2:length // 2 + 8, length - 8:length])
-    error = lambda got, causal: sampled_error(got, qkv, causal, rows)  # noqa: E731
     dq, dk, dv = (cuda.to_device(a) for a in qkv)
     out = cuda.device_array((bh, length, d), np.float32)
-    runs = [("numba tiled", lambda: tiled.run_tiled(dq, dk, dv, out, causal), TOLERANCE),
-            ("numba TF32 tensor cores", lambda: tensor_cores.run_tensor_cores(dq, dk, dv, out, causal), TF32_TOLERANCE),
-            ("numba 3xTF32 tensor cores", lambda: tensor_cores.run_tensor_cores(
-                dq, dk, dv, out, causal, tensor_cores.default_config(3, d)), TOLERANCE)]
-    suffix = " causal" if causal else ""
-    return [Implementation(name + suffix, run, checked_output(run, out, lambda got: error(got, causal)), tol)
-            for name, run, tol in runs]
+    three = tensor_cores.default_config(3, d)
+    found = []
+    for causal in (False, True):
+        runs = [("numba tiled", lambda c=causal: tiled.run_tiled(dq, dk, dv, out, c), TOLERANCE),
+                ("numba TF32 tensor cores", lambda c=causal: tensor_cores.run_tensor_cores(dq, dk, dv, out, c),
+                 TF32_TOLERANCE),
+                ("numba 3xTF32 tensor cores", lambda c=causal: tensor_cores.run_tensor_cores(dq, dk, dv, out, c, three),
+                 TOLERANCE)]
+        found += [Implementation(name + (" causal" if causal else ""), run,
+                                 checked_output(run, out, lambda got, c=causal: sampled_error(got, qkv, c, rows)), tol)
+                  for name, run, tol in runs]
+    return found
 
 
 def bench_long(length: int = LONG_LENGTH, batch: int = 4, heads: int = 16, d: int = HEAD_DIM,
@@ -259,15 +264,14 @@ def bench_long(length: int = LONG_LENGTH, batch: int = 4, heads: int = 16, d: in
     """The fused kernels at a length whose S and P would not fit: checked on sampled rows, then timed."""
     rng = np.random.default_rng()
     qkv = [rng.standard_normal((batch * heads, length, d), dtype=np.float32) for _ in range(3)]
-    record = AttentionLong(batch, heads, length, d, 2 * 4 * batch * heads * length * length, total_memory_bytes())
+    record = AttentionLong(batch, heads, length, d, attention.footprint(batch * heads, length, d).unfused_scratch,
+                           total_memory_bytes())
     print(f"attention B={batch} H={heads} L={length} d={d}: the unfused pipeline's S and P would need "
           f"{record.unfused_scratch_bytes / 1e9:,.0f} GB; the fused kernels allocate nothing")
-    for causal in (False, True):
-        measure_sizes(lambda n, causal=causal: long_implementations([np.ascontiguousarray(a[:, :n]) for a in qkv],
-                                                                    causal), [length], 3,
-                      lambda n, measured: record.measured.extend(measured))
-        if keep is not None:
-            keep(record)
+    measure_sizes(lambda n: long_implementations([np.ascontiguousarray(a[:, :n]) for a in qkv]), [length], 3,
+                  lambda n, measured: record.measured.extend(measured))
+    if keep is not None:
+        keep(record)
     return record
 
 
@@ -346,12 +350,13 @@ def run_workload(args: argparse.Namespace) -> int:
 
 
 COMMANDS = [
-    Command("attention", "check, then time, both attention pipelines against torch (reductions_attention.json)",
+    Command("attention", "check, then time, every attention (Numba fused, tiled, tensor cores, unfused) against torch "
+            "(reductions_attention.json)",
             run_attention, quick_option),
     Command("attention-long", f"the fused kernels at L = {LONG_LENGTH}, where S and P would not fit "
             "(reductions_attention_long.json)", run_long, lambda parser: None),
-    Command("ncu-attention", "DRAM bytes of both pipelines from Nsight Compute (reductions_attention_ncu.json)",
+    Command("ncu-attention", "DRAM bytes of every pipeline from Nsight Compute (reductions_attention_ncu.json)",
             run_ncu, ncu_options),
-    Command("attention-workload", "run both pipelines once, for ncu to profile", run_workload, shape_options),
+    Command("attention-workload", "run every pipeline of the ncu profile once, for ncu to profile", run_workload, shape_options),
     plots_command("attention", save_plot),
 ]

@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 from helpers.harness.tables import table
 from helpers.lessons.softmax.report import best, committed_record, measurement_table, median, save_figure
 
+from .kernels import attention_flops
 from .record import AttentionBench, AttentionDram, AttentionRow
 
 
@@ -19,9 +20,9 @@ def committed() -> AttentionBench | None:
 
 
 def flops_of(row: AttentionRow, name: str) -> float:
-    """The multiply-adds an implementation really computes, two flops each: ``4 L^2 d`` per head, or for a causal
-    one only the pairs with key <= query, ``4 d L (L + 1) / 2`` (its name says "causal")."""
-    return row.flops * (row.length + 1) / (2 * row.length) if "causal" in name else row.flops
+    """The multiply-adds an implementation really computes, two flops each (:func:`attention_flops`): for a causal
+    one (its name says "causal") only the pairs with key <= query."""
+    return float(attention_flops(row.batch * row.heads, row.length, row.head_dim, "causal" in name))
 
 
 def attention_table(record: AttentionBench) -> str:
@@ -68,8 +69,15 @@ def title(row: AttentionRow) -> str:
 
 
 def save_plot(folder: Path | None = None) -> Path | None:
-    """Draw the committed attention record as ``reductions_attention.png`` (no GPU needed)."""
-    return save_figure(committed(), title, folder)
+    """Draw the committed attention record as ``reductions_attention.png``, and the FP32 kernel's steps
+    (:func:`plot_steps`) as ``reductions_attention_steps.png`` beside it (no GPU needed)."""
+    record = committed()
+    path = save_figure(record, title, folder)
+    if path is not None and record is not None:
+        figure = plot_steps(record)
+        figure.savefig(path.with_name("reductions_attention_steps.png"), dpi=110)
+        plt.close(figure)
+    return path
 
 
 LESSON_COLUMNS = ("numba fused q", "numba unfused", "torch naive fp32", "torch SDPA efficient", "torch SDPA flash")

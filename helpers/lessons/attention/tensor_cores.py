@@ -36,10 +36,10 @@ from numba import cuda, float32
 from helpers.backend import is_simulator
 from helpers.ledger import Ledger
 from helpers.lessons.roofline.kernels import load4, store4
-from helpers.lessons.softmax.kernels import lane_xor
-from helpers.validate import check_no_aliasing, require_array, require_flag, require_whole
+from helpers.lessons.softmax.kernels import fits, make_row_reductions
+from helpers.validate import require_flag, require_whole
 
-from .kernels import SHARED_ALIGN, random_qkv
+from .kernels import SHARED_ALIGN, random_qkv, require_scratch, unfused_softmax
 
 from .record import fastest_at_longest
 from .tiled import SHARED_BYTES, checked_config, checked_kernel, launch_flat, require_flat_qkv
@@ -170,17 +170,14 @@ def measured_config(passes: int) -> TensorCoreConfig | None:
 
 
 def default_config(passes: int = 1, head_dim: int | None = None) -> TensorCoreConfig:
-    """The measured best (:func:`measured_config`) where it fits ``head_dim``; else four warps, with 64-key tiles
-    for one pass and 32 for three.  In the simulator, which emulates every mma.sync, one warp and 16-key tiles."""
+    """The measured best (:func:`measured_config`) where it fits ``head_dim``; else four warps with 64-key tiles
+    for one pass up to d = 64, and 32-key tiles for three passes or a larger d.  In the simulator, which emulates
+    every mma.sync, one warp and 16-key tiles."""
     if is_simulator():
         return TensorCoreConfig(1, 16, passes)
     measured = measured_config(passes)
-    if measured is not None and not is_simulator():
-        try:
-            measured.check(head_dim or 16)
-            return measured
-        except ValueError:
-            pass  # its tiles do not fit this head size: the fallback below
+    if measured is not None and (head_dim is None or fits(measured, head_dim)):
+        return measured
     return TensorCoreConfig(4, 64 if passes == 1 and (head_dim or 64) <= 64 else 32, passes)
 
 
@@ -193,9 +190,11 @@ def keep(x):
 def make_fragment_softmax(n_tiles, d_tiles, causal, round_p):
     """The online-softmax step of a warp whose scores sit in m16n8 accumulators, shared by the TF32 and bf16 kernels:
     mask; for each of the lane's rows (g: c0, c1; g + 8: c2, c3) update the running max and sum; rescale O; S
-    becomes P, each weight first passed through ``round_p`` (to the precision the second product takes)."""
+    becomes P, each weight first passed through ``round_p``.  For one TF32 pass that rounds it to TF32, so the sum
+    and P V use the same weights; bf16 keeps float32 weights here and rounds them as it packs them for P V."""
     NT, DT = n_tiles, d_tiles  # compile-time constants
     NEG = float32(-math.inf)
+    quad_max, _ = make_row_reductions(4)
 
     @cuda.jit(device=True, inline="always")
     def softmax_step(s, m, total, o, scratch, rows, t, start, length, masked):
@@ -208,14 +207,13 @@ def make_fragment_softmax(n_tiles, d_tiles, causal, round_p):
                     if masked and (key >= length or (causal and key > row)):
                         s[4 * n + 2 * h + j] = NEG
                     top = max(top, s[4 * n + 2 * h + j])
-            top = max(top, lane_xor(top, 1, scratch))  # the row's four lanes: t = 0 .. 3
-            m_new = max(m[h], max(top, lane_xor(top, 2, scratch)))
+            m_new = max(m[h], quad_max(top, scratch))  # over the row's four lanes: t = 0 .. 3
             correction = math.exp2(m[h] - m_new)
             m[h] = m_new
             part = float32(0)
             for n in range(NT):
                 for j in range(2):
-                    p = round_p(math.exp2(s[4 * n + 2 * h + j] - m_new))  # the weight P V uses, and the one summed
+                    p = round_p(math.exp2(s[4 * n + 2 * h + j] - m_new))
                     s[4 * n + 2 * h + j] = p
                     part += p
             total[h] = total[h] * correction + part
@@ -235,6 +233,7 @@ def make_fragment_kernel(parts, sizes, tile_type, causal):
     W, BK, K_SIZE, V_SIZE, Q_SIZE, S_SIZE, O_SIZE = sizes  # compile-time constants
     BQ, SCRATCH = 16 * W, 32 * W if is_simulator() else 1
     NEG = float32(-math.inf)
+    _, quad_sum = make_row_reductions(4)  # a row's four lanes
 
     @cuda.jit
     def fragment_attention_kernel(q, k, v, out, length, scale):
@@ -266,8 +265,7 @@ def make_fragment_kernel(parts, sizes, tile_type, causal):
             weighted_sum(s, vt_s, o, g, t)
             cuda.syncthreads()  # before the next tiles overwrite K and V
         for h in range(2):
-            whole = total[h] + lane_xor(total[h], 1, scratch)
-            whole += lane_xor(whole, 2, scratch)
+            whole = quad_sum(total[h], scratch)
             if rows + 8 * h < length:
                 store_row(out, o, whole, h, head + rows + 8 * h, t)
 
@@ -477,14 +475,9 @@ def _gemm(a: Any, b: Any, c: Any, heads: int, m: int, n: int, k: int, scale: flo
 def run_unfused_tensor_cores(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any, causal: bool = False) -> None:
     """S = Q K^T / sqrt(d) on TF32 tensor cores, written to ``s``; the softmax of each row into ``p``; then
     O = P V on tensor cores: the unfused pipeline, S and P through memory, with TF32 products."""
-    from .kernels import unfused_softmax  # the same softmax launch as the float32 unfused pipeline
-
     heads, length, d = require_flat_qkv(q, k, v, out, "the unfused TF32 pipeline")
     causal = require_flag("causal", causal)
-    for name, a in (("s", s), ("p", p)):
-        require_array(name, a, shape=(heads * length, length), dtype=np.float32)
-    check_no_aliasing({"q": q, "k": k, "v": v}, {"s": s, "p": p})
-    check_no_aliasing({"s": s, "p": p}, {"out": out})
+    require_scratch(q, k, v, s, p, out)
     if heads == 0 or length == 0:
         return
     flat = heads * length * d

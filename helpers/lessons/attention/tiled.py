@@ -30,12 +30,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
+import numpy as np
 from numba import cuda, float32
 
 from helpers.backend import is_simulator
 from helpers.ledger import Ledger
 from helpers.lessons.roofline.kernels import load4, require_flat_and_aligned, store4
-from helpers.lessons.softmax.kernels import lane_xor
+from helpers.lessons.softmax.kernels import fits, make_row_reductions
 from helpers.validate import require_flag, require_whole
 
 from .kernels import SHARED_ALIGN, _require_qkv, random_qkv
@@ -100,23 +101,19 @@ def measured_tiled_config() -> TiledConfig | None:
     return TiledConfig(*shape) if shape else None
 
 
+FALLBACK_SHAPES = ((64, 32, 4, 4), (32, 16, 4, 2), (64, 32, 4, 8), (64, 16, 4, 8), (64, 16, 4, 4), (64, 8, 4, 4),
+                   (32, 8, 1, 8))
+"""Shapes tried in order where no measured one fits: the last fits every head size that is a multiple of 4."""
+
+
 def default_tiled_config(d: int) -> TiledConfig:
-    """The measured best (:func:`measured_tiled_config`) where it fits ``d``; else a shape that fits ``d``'s tiles
-    in 48 KB with whole warps."""
+    """The measured best (:func:`measured_tiled_config`) where it fits ``d``; else the first of
+    :data:`FALLBACK_SHAPES` that fits ``d``'s tiles in 48 KB with whole warps."""
     measured = measured_tiled_config()
-    if measured is not None and not is_simulator():
-        try:
-            measured.check(d)
-            return measured
-        except ValueError:
-            pass  # measured at another head size: the fallback below fits this one
-    if d >= 128:
-        return TiledConfig(32, 16, 4, 2)
-    if d >= 32:
-        return TiledConfig(64, 32, 4, 4)
-    if d >= 16:
-        return TiledConfig(64, 32, 4, 8)
-    return TiledConfig(64, 16, 4, 8) if d >= 8 else TiledConfig(32, 8, 1, 8)
+    if measured is not None and not is_simulator() and fits(measured, d):
+        return measured
+    candidates = [TiledConfig(*shape) for shape in FALLBACK_SHAPES]
+    return next((c for c in candidates if fits(c, d)), candidates[-1])  # the last: its check names the rule
 
 
 def tiling(head_dim, block_q, block_k, rows, keys):
@@ -142,29 +139,6 @@ def make_stage(head_dim, threads):
             store4(tile, r * stride + c4, x0 * scale, x1 * scale, x2 * scale, x3 * scale)
 
     return stage
-
-
-def make_row_reductions(lanes):
-    """The maximum and the sum over the ``lanes`` neighbouring lanes that share a query row (warp shuffles)."""
-    CG = lanes
-
-    @cuda.jit(device=True, inline="always")
-    def row_max(x, scratch):
-        off = CG // 2
-        while off > 0:
-            x = max(x, lane_xor(x, off, scratch))
-            off //= 2
-        return x
-
-    @cuda.jit(device=True, inline="always")
-    def row_sum(x, scratch):
-        off = CG // 2
-        while off > 0:
-            x += lane_xor(x, off, scratch)
-            off //= 2
-        return x
-
-    return row_max, row_sum
 
 
 def make_scores(shape):
@@ -303,14 +277,14 @@ def make_tiled_attention_kernel(head_dim, block_q, block_k, rows, keys, causal):
 
 
 def checked_kernel(make: Callable[[int, Any, bool], Any], head_dim: int, config: Any, causal: bool) -> Any:
-    """``make(head_dim, config, causal)`` once the shape is checked for this head size (compiled once each)."""
-    head_dim, causal = require_whole("head_dim", head_dim), require_flag("causal", causal)
-    config.check(head_dim)
-    return _compiled(make, head_dim, config, causal)
+    """``make(head_dim, config, causal)``, compiled once for each, the shape checked for this head size first
+    (once: a timed loop of launches pays nothing for it; a shape that fails is checked, and refused, each time)."""
+    return _compiled(make, require_whole("head_dim", head_dim), config, require_flag("causal", causal))
 
 
 @lru_cache(maxsize=None)
 def _compiled(make: Callable[[int, Any, bool], Any], d: int, config: Any, causal: bool) -> Any:
+    config.check(d)
     return make(d, config, causal)
 
 
@@ -333,9 +307,9 @@ def run_tiled(q: Any, k: Any, v: Any, out: Any, causal: bool = False, config: Ti
         launch_flat(kernel, ((length + config.block_q - 1) // config.block_q, heads), config.threads(), q, k, v, out)
 
 
-def require_flat_qkv(q: Any, k: Any, v: Any, out: Any, what: str) -> tuple[int, int, int]:
-    """(heads, L, d) of four float32 arrays of one shape that ``what`` can read as flat runs of float4s."""
-    shape = _require_qkv(q, k, v, out)
+def require_flat_qkv(q: Any, k: Any, v: Any, out: Any, what: str, dtype: Any = np.float32) -> tuple[int, int, int]:
+    """(heads, L, last axis) of four arrays of ``dtype`` and one shape that ``what`` can read as flat 16-byte runs."""
+    shape = _require_qkv(q, k, v, out, dtype)
     require_flat_and_aligned({"q": q, "k": k, "v": v, "out": out}, what)
     return shape
 
@@ -346,20 +320,13 @@ def checked_config(config: Any, kind: type) -> Any:
     return config
 
 
-def launch_flat(kernel: Any, blocks: tuple[int, int], threads: int, q: Any, k: Any, v: Any, out: Any) -> None:
-    """Launch a flat-array attention kernel: the four arrays one head after another, and the scale in base 2."""
-    heads, length, d = q.shape
-    q, k, v, out = (a.reshape(heads * length * d) for a in (q, k, v, out))  # one head after another
-    kernel[blocks, threads](q, k, v, out, length, float32(math.log2(math.e) / math.sqrt(d)))
-
-
-def attention_flops(heads: int, length: int, d: int, causal: bool) -> int:
-    """Multiply-adds of ``Q K^T`` and ``P V``, two flops each: ``4 d`` per (query, key) pair computed.
-
-    Causal attention computes only the pairs with key <= query: ``L (L + 1) / 2`` of ``L^2``.
-    """
-    pairs = length * (length + 1) // 2 if causal else length * length
-    return 4 * d * heads * pairs
+def launch_flat(kernel: Any, blocks: tuple[int, int], threads: int, q: Any, k: Any, v: Any, out: Any,
+                d: int | None = None) -> None:
+    """Launch a flat-array attention kernel: the four arrays one head after another, and the scale in base 2 for
+    head size ``d`` (default: the arrays' last axis; bf16 pairs hold two columns an element)."""
+    heads, length, last = q.shape
+    q, k, v, out = (a.reshape(heads * length * last) for a in (q, k, v, out))  # one head after another
+    kernel[blocks, threads](q, k, v, out, length, float32(math.log2(math.e) / math.sqrt(d or last)))
 
 
 def count_tiled(heads: int = 1, length: int = 40, d: int = 16, causal: bool = False,

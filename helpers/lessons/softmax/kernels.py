@@ -100,6 +100,30 @@ else:
         return cuda.shfl_xor_sync(FULL_MASK, x, offset)
 
 
+
+def make_row_reductions(lanes):
+    """The maximum and the sum over the ``lanes`` neighbouring lanes that share a query row (warp shuffles)."""
+    CG = lanes
+
+    @cuda.jit(device=True, inline="always")
+    def row_max(x, scratch):
+        off = CG // 2
+        while off > 0:
+            x = max(x, lane_xor(x, off, scratch))
+            off //= 2
+        return x
+
+    @cuda.jit(device=True, inline="always")
+    def row_sum(x, scratch):
+        off = CG // 2
+        while off > 0:
+            x += lane_xor(x, off, scratch)
+            off //= 2
+        return x
+
+    return row_max, row_sum
+
+
 if not is_simulator():
 
     @cuda.jit(device=True, inline=True)
@@ -379,6 +403,15 @@ def pipelined_kernel(n_cols: int, threads: int) -> Any:
     if key not in _pipelined:
         _pipelined[key] = make_pipelined_softmax_kernel(n_cols, threads)
     return _pipelined[key]
+
+
+def fits(config: Any, size: int) -> bool:
+    """Whether ``config.check(size)`` passes: the shape can run at this size (a head size, a row length)."""
+    try:
+        config.check(size)
+    except ValueError:
+        return False
+    return True
 
 
 FUSED_THREADS = r"numba fused, (\d+) threads/row"  # how the softmax record names the row-in-registers kernel

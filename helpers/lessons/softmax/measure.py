@@ -105,14 +105,7 @@ def numba_softmaxes(cols: int, variants: bool) -> dict[str, tuple[Callable[..., 
 
 def fitting(configs: Sequence[Any], size: int) -> list[Any]:
     """The configurations whose ``check(size)`` passes (the others cannot run this size)."""
-    found = []
-    for config in configs:
-        try:
-            config.check(size)
-        except ValueError:
-            continue
-        found.append(config)
-    return found
+    return [config for config in configs if softmax.fits(config, size)]
 
 
 def vector_configs(cols: int, variants: bool) -> list[vector.VectorConfig]:

@@ -75,6 +75,8 @@ def softmax_table(record: SoftmaxBench) -> str:
                              digits=4)
     if record.copy_ceiling_gbs:
         text += f"\ndevice-to-device copy, same run: {record.copy_ceiling_gbs:.0f} GB/s"
+    if record.l2_flushed:
+        text += "\n(L2 flushed before every timed repeat)"
     return text
 
 

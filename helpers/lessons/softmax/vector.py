@@ -26,7 +26,7 @@ from helpers.ledger import Ledger
 from helpers.lessons.roofline.kernels import load4, require_flat_and_aligned, store4
 from helpers.validate import require_whole
 
-from .kernels import WARP, _require_matrix, lane_xor
+from .kernels import WARP, _require_matrix, fits, make_row_reductions
 from .record import SoftmaxBench, committed_fastest, nearest
 
 
@@ -66,13 +66,9 @@ def default_vector_config(cols: int) -> VectorConfig:
     """The committed fastest shape at the nearest committed row length (log scale), where it fits ``cols``;
     else a warp per row up to 2,048 columns (four rows a block), then a warp per 2,048 columns."""
     found = nearest(_measured(), cols)
-    if found and not is_simulator():
-        config = VectorConfig(int(found.group(1)), int(found.group(2)))
-        try:
-            config.check(cols)
-            return config
-        except ValueError:
-            pass  # that shape cannot hold this row: the fallback below
+    measured = VectorConfig(int(found.group(1)), int(found.group(2))) if found else None
+    if measured is not None and not is_simulator() and fits(measured, cols):
+        return measured
     if cols <= 2048:
         return VectorConfig(WARP, 4)
     lanes = WARP
@@ -89,14 +85,12 @@ def make_vector_softmax_kernel(n_cols, lanes, rows_per_block):
     SCRATCH, GROUPS = (R * LANES if is_simulator() else 1), R * WARPS
     NEG = float32(-math.inf)
 
+    warp_max, warp_sum = make_row_reductions(min(LANES, WARP))
+
     @cuda.jit(device=True, inline="always")
     def row_reduce(x, is_max, scratch, groups):
         """Max or sum over the row's lanes: shuffles inside a warp, then (a row of several warps) shared memory."""
-        off = min(LANES, WARP) // 2
-        while off > 0:
-            y = lane_xor(x, off, scratch)
-            x = max(x, y) if is_max else x + y
-            off //= 2
+        x = warp_max(x, scratch) if is_max else warp_sum(x, scratch)
         if WARPS > 1:
             t = cuda.threadIdx.x
             if t % WARP == 0:
@@ -141,15 +135,15 @@ def make_vector_softmax_kernel(n_cols, lanes, rows_per_block):
     return vector_softmax_kernel
 
 
-_kernels: dict[tuple[int, VectorConfig], Any] = {}
-
-
 def vector_kernel(cols: int, config: VectorConfig) -> Any:
-    """The kernel for this row length and shape (compiled once each)."""
+    """The kernel for this row length and shape (compiled once each, the shape checked first)."""
+    return _compiled(require_whole("cols", cols), config)
+
+
+@lru_cache(maxsize=None)
+def _compiled(cols: int, config: VectorConfig) -> Any:
     config.check(cols)
-    if (cols, config) not in _kernels:
-        _kernels[(cols, config)] = make_vector_softmax_kernel(cols, config.lanes, config.rows_per_block)
-    return _kernels[(cols, config)]
+    return make_vector_softmax_kernel(cols, config.lanes, config.rows_per_block)
 
 
 def run_vector(x: Any, out: Any, config: VectorConfig | None = None) -> None:
