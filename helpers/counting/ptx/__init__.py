@@ -3,5 +3,5 @@
 
 from ..record import CannotAttribute
 from .accesses import PtxCounts, analyze_ptx, count_global_accesses
-from .compile import cache_dir, cached, compile_ptx, compile_request, describe_arg, global_names
+from .compile import cache_dir, cached, compile_ptx, compile_request, compile_shapes, describe_arg, global_names
 from .parse import access_bytes

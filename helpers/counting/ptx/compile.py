@@ -103,6 +103,17 @@ def compile_request(request: dict[str, Any]) -> str:
     return ptx
 
 
+def compile_shapes(request: dict[str, Any], make: Callable[..., Any], signature: tuple[Any, ...]) -> dict[str, str]:
+    """PTX of ``make(*shape)`` for each shape in ``request["shapes"]``, keyed by the shape as JSON, compiled for
+    ``request["cc"]`` with the numba argument types ``signature``: what a lesson's ``compile_request`` returns when
+    :mod:`..other_backend` runs it with the real ``numba.cuda`` (no GPU needed)."""
+    from numba import cuda  # the real compiler: this runs in the subprocess that has it
+
+    cc = tuple(request["cc"])
+    return {json.dumps(shape): cuda.compile_ptx(python_function(make(*shape)), signature, cc=cc)[0]
+            for shape in request["shapes"]}
+
+
 def cache_dir() -> str:
     """Where compiled PTX is kept between runs (under ``$XDG_CACHE_HOME`` or ``~/.cache``)."""
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

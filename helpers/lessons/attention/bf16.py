@@ -21,7 +21,6 @@ In the simulator the instruction is emulated lane by lane from the table above.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -30,10 +29,11 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from helpers.backend import is_simulator
+from helpers.counting.ptx import compile_shapes
 from helpers.validate import require_whole
 
 from .tensor_cores import keep, make_fragment_kernel, make_fragment_softmax
-from .tiled import SHARED_BYTES, checked_config, checked_kernel, launch_flat, require_flat_qkv
+from .tiled import SHARED_BYTES, checked_config, checked_kernel, flat_signature, launch_flat, require_flat_qkv
 
 if is_simulator():
     from .tensor_cores import emulate_mma
@@ -256,10 +256,5 @@ def run_bf16(q: Any, k: Any, v: Any, out: Any, causal: bool = False, config: Bf1
 def compile_request(request: dict[str, Any]) -> dict[str, str]:
     """PTX of the kernel for each ``[d, causal, warps, block_k]`` in ``request["shapes"]`` (run with the real
     compiler by ``helpers.counting.other_backend``; no GPU needed)."""
-    from numba import types
-
-    words = types.Array(types.uint32, 1, "C")
-    return {json.dumps(shape): cuda.compile_ptx(
-        make_bf16_attention_kernel(shape[0], shape[2], shape[3], bool(shape[1])).py_func,
-        (words, words, words, words, types.int64, types.float32), cc=tuple(request["cc"]))[0]
-        for shape in request["shapes"]}
+    return compile_shapes(request, lambda d, causal, warps, block_k: make_bf16_attention_kernel(
+        d, warps, block_k, bool(causal)), flat_signature(uint32))

@@ -24,7 +24,6 @@ GPU runs the real instruction.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -34,6 +33,7 @@ import numpy as np
 from numba import cuda, float32
 
 from helpers.backend import is_simulator
+from helpers.counting.ptx import compile_shapes
 from helpers.ledger import Ledger
 from helpers.lessons.roofline.kernels import load4, store4
 from helpers.lessons.softmax.kernels import fits, make_row_reductions
@@ -42,7 +42,7 @@ from helpers.validate import require_flag, require_whole
 from .kernels import SHARED_ALIGN, random_qkv, require_scratch, unfused_softmax
 
 from .record import fastest_at_longest
-from .tiled import SHARED_BYTES, checked_config, checked_kernel, launch_flat, require_flat_qkv
+from .tiled import SHARED_BYTES, checked_config, checked_kernel, flat_signature, launch_flat, require_flat_qkv
 
 if is_simulator():
     _posted: dict[tuple[int, ...], tuple[Any, ...]] = {}
@@ -520,13 +520,5 @@ def count_tensor_cores(heads: int = 1, length: int = 40, d: int = 16, causal: bo
 def compile_request(request: dict[str, Any]) -> dict[str, str]:
     """PTX of the kernel for each ``[d, causal, warps, block_k, passes]`` in ``request["shapes"]`` (run with the
     real compiler by ``helpers.counting.other_backend``; no GPU needed)."""
-    from numba import types
-
-    array = types.Array(types.float32, 1, "C")
-    out: dict[str, str] = {}
-    for d, causal, warps, block_k, passes in request["shapes"]:
-        kernel = make_tensor_core_attention_kernel(d, warps, block_k, bool(causal), passes)
-        ptx, _ = cuda.compile_ptx(kernel.py_func, (array, array, array, array, types.int64, types.float32),
-                                  cc=tuple(request["cc"]))
-        out[json.dumps([d, causal, warps, block_k, passes])] = ptx
-    return out
+    return compile_shapes(request, lambda d, causal, warps, block_k, passes: make_tensor_core_attention_kernel(
+        d, warps, block_k, bool(causal), passes), flat_signature(float32))

@@ -24,16 +24,16 @@ Scores are computed in base 2: ``Q`` is scaled by ``log2(e) / sqrt(d)`` as it is
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, types
 
 from helpers.backend import is_simulator
+from helpers.counting.ptx import compile_shapes
 from helpers.ledger import Ledger
 from helpers.lessons.roofline.kernels import load4, require_flat_and_aligned, store4
 from helpers.lessons.softmax.kernels import fits, make_row_reductions
@@ -329,6 +329,13 @@ def launch_flat(kernel: Any, blocks: tuple[int, int], threads: int, q: Any, k: A
     kernel[blocks, threads](q, k, v, out, length, float32(math.log2(math.e) / math.sqrt(d or last)))
 
 
+def flat_signature(element: Any) -> tuple[Any, ...]:
+    """The argument types :func:`launch_flat` passes a kernel: four flat arrays of ``element``, the length and
+    the scale."""
+    array = types.Array(element, 1, "C")
+    return (array, array, array, array, types.int64, types.float32)
+
+
 def count_tiled(heads: int = 1, length: int = 40, d: int = 16, causal: bool = False,
                 shape: tuple[int, int, int, int] = (32, 16, 2, 4)) -> list[Ledger]:
     """The tiled kernel once on random inputs, in a ledger (for :meth:`Ledger.counted_in_simulator`)."""
@@ -352,13 +359,5 @@ def tiled_traffic(heads: int, length: int, d: int, causal: bool, config: TiledCo
 def compile_request(request: dict[str, Any]) -> dict[str, str]:
     """PTX of the tiled kernel for each ``[d, causal, block_q, block_k, rows, keys]`` in ``request["shapes"]``
     (run with the real compiler by ``helpers.counting.other_backend``; no GPU needed)."""
-    from numba import types
-
-    array = types.Array(types.float32, 1, "C")
-    out: dict[str, str] = {}
-    for d, causal, *shape in request["shapes"]:
-        kernel = make_tiled_attention_kernel(d, *shape, bool(causal))
-        ptx, _ = cuda.compile_ptx(kernel.py_func, (array, array, array, array, types.int64, types.float32),
-                                  cc=tuple(request["cc"]))
-        out[json.dumps([d, causal, *shape])] = ptx
-    return out
+    return compile_shapes(request, lambda d, causal, *shape: make_tiled_attention_kernel(d, *shape, bool(causal)),
+                          flat_signature(float32))

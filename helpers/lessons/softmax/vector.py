@@ -10,7 +10,6 @@ of 4 columns and 16-byte-aligned arrays.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -18,10 +17,11 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, types
 
 from helpers.backend import is_simulator
 from helpers.checks import poisoned
+from helpers.counting.ptx import compile_shapes
 from helpers.ledger import Ledger
 from helpers.lessons.roofline.kernels import load4, require_flat_and_aligned, store4
 from helpers.validate import require_whole
@@ -170,8 +170,5 @@ def count_vector(rows: int = 5, cols: int = 36) -> list[Ledger]:
 def compile_request(request: dict[str, Any]) -> dict[str, str]:
     """PTX of the kernel for each ``[cols, lanes, rows_per_block]`` in ``request["shapes"]`` (run with the real
     compiler by ``helpers.counting.other_backend``; no GPU needed)."""
-    from numba import types
-
     array = types.Array(types.float32, 1, "C")
-    return {json.dumps(shape): cuda.compile_ptx(make_vector_softmax_kernel(*shape).py_func, (array, array, types.int64),
-                                                cc=tuple(request["cc"]))[0] for shape in request["shapes"]}
+    return compile_shapes(request, make_vector_softmax_kernel, (array, array, types.int64))
