@@ -268,6 +268,14 @@ def test_the_steps_plot_draws_each_steps_rate_against_the_peak_and_cublas():
         report.plot_steps(record.AttentionBench(peak_fp32_flops=None, rows=[record.AttentionRow(1, 1, 8, 8, 1.0, 0)]))
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_reference_of_some_rows_is_those_rows_of_the_whole_reference(causal):
+    q, k, v = qkv(2, 37, 8)
+    rows = np.array([0, 5, 18, 36])
+    whole = at.reference(q, k, v, causal)[:, rows]  # equal to rounding: BLAS may order a smaller product differently
+    np.testing.assert_allclose(at.reference(q, k, v, causal, rows=rows), whole, rtol=0, atol=1e-12)
+
+
 def test_the_long_run_checks_sampled_rows_against_float64_and_says_what_the_unfused_pipeline_would_need():
     from helpers.lessons.attention import measure
 

@@ -38,13 +38,16 @@ SHARED_ALIGN = None if is_simulator() else 16  # 16-byte aligned tiles: four flo
 PADDED = TILE + 1  # a tile row one longer than the tile: no shared-memory bank conflicts
 
 
-def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False) -> np.ndarray:
-    """Attention in float64 (NumPy), head by head."""
+def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False,
+              rows: np.ndarray | None = None) -> np.ndarray:
+    """Attention in float64 (NumPy), head by head, for the query rows ``rows`` of every head (an index array;
+    default all): ``reference(q, k, v, causal, rows)`` is ``reference(q, k, v, causal)[:, rows]``, its scores
+    only len(rows) x L a head."""
     q64, k64, v64 = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
-    s = q64 @ k64.transpose(0, 2, 1) / math.sqrt(q64.shape[-1])
-    if causal:
-        length = s.shape[-1]
-        s = np.where(np.tril(np.ones((length, length), dtype=bool)), s, -np.inf)
+    picked = np.arange(q64.shape[1]) if rows is None else np.asarray(rows)
+    s = (q64 if rows is None else q64[:, picked]) @ k64.transpose(0, 2, 1) / math.sqrt(q64.shape[-1])
+    if causal:  # key j is seen by query row i where j <= i
+        s = np.where(np.arange(s.shape[-1])[None, :] <= picked[:, None], s, -np.inf)
     p = np.exp(s - s.max(axis=-1, keepdims=True))
     return (p / p.sum(axis=-1, keepdims=True)) @ v64
 

@@ -230,12 +230,7 @@ def sampled_error(got: np.ndarray, qkv: Sequence[np.ndarray], causal: bool, rows
     float64 reference of whole heads at a long L would need L x L doubles each."""
     worst = 0.0
     for h in (0, qkv[0].shape[0] - 1):
-        q, k, v = (a[h].astype(np.float64) for a in qkv)
-        s = q[rows] @ k.T / math.sqrt(q.shape[1])
-        if causal:
-            s = np.where(np.arange(k.shape[0])[None, :] <= rows[:, None], s, -np.inf)
-        p = np.exp(s - s.max(axis=1, keepdims=True))
-        want = (p / p.sum(axis=1, keepdims=True)) @ v
+        want = attention.reference(*(a[h:h + 1] for a in qkv), causal, rows=rows)[0]
         worst = max(worst, float(np.max(np.abs(got[h, rows] - want)) / np.max(np.abs(want))))
     return worst
 
