@@ -17,39 +17,32 @@ from helpers.lessons.attention import kernels as at
 from helpers.lessons.attention import record, report
 from helpers.lessons.softmax.record import Measured
 
-
-def qkv(heads, length, d):
-    rng = np.random.default_rng()
-    return [rng.standard_normal((heads, length, d)).astype(np.float32) for _ in range(3)]
-
-
-def error(got, ref):
-    return np.max(np.abs(got - ref)) / np.max(np.abs(ref))
+from attention_support import inputs, relative_error
 
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_fused_matches_float64(causal):
-    q, k, v = qkv(2, 37, 8)  # 37 keys: not a multiple of the 16-row tiles
+    q, k, v = inputs(2, 37, 8)  # 37 keys: not a multiple of the 16-row tiles
     out = poisoned(2 * 37 * 8).reshape(2, 37, 8)
     at.run_fused(*(cuda.to_device(a) for a in (q, k, v)), out, causal=causal)
     got = out.copy_to_host()
     assert not np.isnan(got).any()
-    assert error(got, at.reference(q, k, v, causal)) < 1e-4
+    assert relative_error(got, at.reference(q, k, v, causal)) < 1e-4
 
 
 def test_causal_row_zero_is_v_row_zero():
-    q, k, v = qkv(1, 20, 4)
+    q, k, v = inputs(1, 20, 4)
     out = poisoned(80).reshape(1, 20, 4)
     at.run_fused(*(cuda.to_device(a) for a in (q, k, v)), out, causal=True)
     assert np.allclose(out.copy_to_host()[0, 0], v[0, 0], rtol=1e-6)
 
 
 def test_unfused_matches_float64():
-    q, k, v = qkv(1, 21, 8)
+    q, k, v = inputs(1, 21, 8)
     s, p = at.unfused_buffers(1, 21)
     out = poisoned(21 * 8).reshape(1, 21, 8)
     at.run_unfused(*(cuda.to_device(a) for a in (q, k, v)), s, p, out)
-    assert error(out.copy_to_host(), at.reference(q, k, v)) < 1e-4
+    assert relative_error(out.copy_to_host(), at.reference(q, k, v)) < 1e-4
 
 
 def test_counts_scores_and_probabilities_round_trip():
@@ -135,11 +128,11 @@ def test_predicted_traffic_is_the_simulator_count(length, d):
 @pytest.mark.parametrize("config", [at.FlashConfig(16, 16, 4, 1), at.FlashConfig(16, 16, 2, 4), at.FlashConfig(32, 16, 4, 2)])
 @pytest.mark.parametrize("causal", [False, True])
 def test_every_block_shape_matches_float64(config, causal):
-    q, k, v = qkv(2, 33, 8)
+    q, k, v = inputs(2, 33, 8)
     out = poisoned(2 * 33 * 8).reshape(2, 33, 8)
     at.run_fused(*(cuda.to_device(a) for a in (q, k, v)), out, causal=causal, config=config)
     got = out.copy_to_host()
-    assert not np.isnan(got).any() and error(got, at.reference(q, k, v, causal)) < 1e-4
+    assert not np.isnan(got).any() and relative_error(got, at.reference(q, k, v, causal)) < 1e-4
 
 
 @pytest.mark.skipif(not helpers.is_simulator(), reason="the fused kernel's loops are counted in the simulator")
@@ -147,7 +140,7 @@ def test_a_causal_block_reads_only_the_keys_up_to_its_last_row():
     """Block b of 16 query rows needs keys 0 .. 16 (b + 1) - 1 only: 16 + 32 + 48 keys for L = 48, not 3 x 48."""
     from helpers.ledger import Ledger
 
-    q, k, v = (cuda.to_device(a) for a in qkv(1, 48, 8))
+    q, k, v = (cuda.to_device(a) for a in inputs(1, 48, 8))
     read = {}
     for causal in (False, True):
         with Ledger(f"causal={causal}") as ledger:
@@ -165,7 +158,7 @@ def test_impossible_block_shapes_are_refused():
 
 
 def _qkv(length=40, d=8):
-    return [cuda.to_device(np.random.default_rng().standard_normal((1, length, d)).astype(np.float32)) for _ in range(3)]
+    return [cuda.to_device(a) for a in inputs(1, length, d)]
 
 
 def test_unfused_causal_matches_float64():
@@ -270,7 +263,7 @@ def test_the_steps_plot_draws_each_steps_rate_against_the_peak_and_cublas():
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_reference_of_some_rows_is_those_rows_of_the_whole_reference(causal):
-    q, k, v = qkv(2, 37, 8)
+    q, k, v = inputs(2, 37, 8)
     rows = np.array([0, 5, 18, 36])
     whole = at.reference(q, k, v, causal)[:, rows]  # equal to rounding: BLAS may order a smaller product differently
     np.testing.assert_allclose(at.reference(q, k, v, causal, rows=rows), whole, rtol=0, atol=1e-12)
