@@ -11,6 +11,11 @@ from .ledger import Ledger
 from .timing import Timing
 
 
+def _median_ms(runtime: Timing | float) -> float:
+    """A runtime's median in milliseconds: a :class:`Timing`'s own, or a committed median as it is."""
+    return runtime.median_ms if isinstance(runtime, Timing) else float(runtime)
+
+
 def plot_trips_vs_runtime(entries: Sequence[tuple[Ledger, Timing | float | None]], *, title: str | None = None,
                           runtime_source: str | None = None) -> Figure:
     """Bytes per element (with trips in the labels) against median runtime, one point per pipeline.
@@ -31,12 +36,11 @@ def plot_trips_vs_runtime(entries: Sequence[tuple[Ledger, Timing | float | None]
     traffic.set_xlim(0, max(per_element) * 1.35)
     traffic.invert_yaxis()
 
-    timed = [(ledger, timing if isinstance(timing, Timing) else float(timing))
-             for ledger, timing in entries if timing is not None]
+    timed = [(ledger, _median_ms(timing)) for ledger, timing in entries if timing is not None]
     if timed:
         labelled: list[tuple[float, float]] = []
-        medians = [timing.median_ms if isinstance(timing, Timing) else timing for _, timing in timed]
-        for (ledger, _), median in zip(timed, medians):
+        medians = [median for _, median in timed]
+        for ledger, median in timed:
             point = (ledger.bytes_per_element(), median)
             runtime.scatter(*point, s=60, zorder=3)
             # points that (nearly) coincide get their labels stacked, not drawn over each other
