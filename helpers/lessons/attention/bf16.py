@@ -123,9 +123,14 @@ class Bf16Config:
         require_whole("warps", self.warps, high=32)
         require_whole("block_k", self.block_k, high=1024)
 
+    def tile_words(self, d: int) -> tuple[int, int]:
+        """The 32-bit words of each shared tile for head size ``d``, as the kernel declares them: K (rows padded
+        by 2 words) and V transposed (rows padded by 8 words)."""
+        return self.block_k * (d // 2 + 2), d * (self.block_k // 2 + 8)
+
     def shared_words(self, d: int) -> int:
-        """The K tile (rows padded by 2 words) and the transposed V tile (rows padded by 8 words)."""
-        return self.block_k * (d // 2 + 2) + d * (self.block_k // 2 + 8)
+        """The words of shared memory the tiles take: :meth:`tile_words` summed."""
+        return sum(self.tile_words(d))
 
     def check(self, d: int) -> None:
         if d % 16 or self.block_k % 16:
@@ -225,7 +230,8 @@ def make_bf16_rows(head_dim):
 def make_bf16_attention_kernel(head_dim, warps, block_k, causal):
     """Fused attention on bf16 tensor cores: each warp owns 16 query rows; S and P stay in its fragments."""
     D, BK, NT, DT = head_dim, block_k, block_k // 8, head_dim // 8
-    sizes = (warps, BK, BK * (D // 2 + 2), D * (BK // 2 + 8), 4 * (D // 16), 4 * NT, 4 * DT)  # K, V, Q, S, O
+    k_size, v_size = Bf16Config(warps, block_k).tile_words(D)  # the sizes its check adds up
+    sizes = (warps, BK, k_size, v_size, 4 * (D // 16), 4 * NT, 4 * DT)  # K, V, Q, S, O
     scores, weighted_sum = make_bf16_products(D, BK)
     load_q, store_row = make_bf16_rows(D)
     parts = (load_q, make_bf16_stage(D, BK, 32 * warps), scores,

@@ -144,9 +144,14 @@ class TensorCoreConfig:
         if self.passes not in (1, 3):
             raise ValueError(f"passes must be 1 (TF32) or 3 (3xTF32, float32 accuracy), got {self.passes}")
 
+    def tile_floats(self, d: int) -> tuple[int, int]:
+        """The floats of each shared tile for head size ``d``, as the kernel declares them: K (rows padded by 4)
+        and V transposed (rows padded by 4)."""
+        return self.block_k * (d + 4), d * (self.block_k + 4)
+
     def shared_floats(self, d: int) -> int:
-        """The K tile (rows padded by 4) and the transposed V tile (rows padded by 4)."""
-        return self.block_k * (d + 4) + d * (self.block_k + 4)
+        """The floats of shared memory the tiles take: :meth:`tile_floats` summed."""
+        return sum(self.tile_floats(d))
 
     def check(self, d: int) -> None:
         if d % 16:
@@ -394,7 +399,8 @@ def make_tf32_rows(head_dim, passes):
 def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes):
     """Fused attention on TF32 tensor cores: each warp owns 16 query rows; S and P stay in its fragments."""
     D, BK, NT, DT = head_dim, block_k, block_k // 8, head_dim // 8
-    sizes = (warps, BK, BK * (D + 4), D * (BK + 4), 8 * (D // 16), 4 * NT, 4 * DT)  # K, V, Q, S and O sizes
+    k_size, v_size = TensorCoreConfig(warps, block_k, passes).tile_floats(D)  # the sizes its check adds up
+    sizes = (warps, BK, k_size, v_size, 8 * (D // 16), 4 * NT, 4 * DT)  # K, V, Q, S and O sizes
     scores, weighted_sum = make_tf32_products(D, BK, make_tf32_product(passes))
     load_q, store_row = make_tf32_rows(D, passes)
     parts = (load_q, make_tf32_stage(D, BK, 32 * warps, passes), scores,

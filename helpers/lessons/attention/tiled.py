@@ -65,9 +65,14 @@ class TiledConfig:
     def threads(self) -> int:
         return (self.block_q // self.rows) * self.lanes_per_row()
 
+    def tile_floats(self, d: int) -> tuple[int, int, int, int]:
+        """The floats of each shared tile for head size ``d``, as the kernel declares them: Q and K (rows padded
+        by 4), V, and P (rows padded by 4)."""
+        return self.block_q * (d + 4), self.block_k * (d + 4), self.block_k * d, self.block_q * (self.block_k + 4)
+
     def shared_floats(self, d: int) -> int:
-        """Q and K tiles (rows padded by 4), the V tile and the P tile (padded by 4)."""
-        return (self.block_q + self.block_k) * (d + 4) + self.block_k * d + self.block_q * (self.block_k + 4)
+        """The floats of shared memory the tiles take: :meth:`tile_floats` summed."""
+        return sum(self.tile_floats(d))
 
     def check(self, d: int) -> None:
         """Raise ``ValueError`` naming the rule a shape breaks for head size ``d``."""
@@ -227,7 +232,7 @@ def make_tiled_attention_kernel(head_dim, block_q, block_k, rows, keys, causal):
     shape = tiling(head_dim, block_q, block_k, rows, keys)
     D, BQ, BK, TM, TN, CG, RG, TD, THREADS = shape  # compile-time constants
     D4, NEG, SCRATCH = D // 4, float32(-math.inf), THREADS if is_simulator() else 1
-    Q_SIZE, K_SIZE, V_SIZE, P_SIZE = BQ * (D + 4), BK * (D + 4), BK * D, BQ * (BK + 4)  # floats
+    Q_SIZE, K_SIZE, V_SIZE, P_SIZE = TiledConfig(block_q, block_k, rows, keys).tile_floats(D)  # the check's sizes
     S_SIZE, ACC_SIZE = TM * TN, TM * TD
     stage, (row_max, row_sum) = make_stage(D, THREADS), make_row_reductions(CG)
     scores, weighted_sum = make_scores(shape), make_weighted_sum(shape)
