@@ -679,11 +679,11 @@ OUTPUTS.update({
 })
 
 
-# --- notebook 12 ---------------------------------------------------------------------------
+# --- notebook 14 ---------------------------------------------------------------------------
 # (results/h200/reductions_adamw.json: one tensor of 2^26 and a list of 200 tensors)
 
 
-def _nb12_ms(case: str, name: str) -> float:
+def _nb14_ms(case: str, name: str) -> float:
     row = next(r for r in committed("reductions_adamw")["rows"] if r["case"] == case)
     return next(m for m in row["measured"] if m["name"] == name)["median_ms"]
 
@@ -692,50 +692,50 @@ _NB12_FUSED, _NB12_UNFUSED = "numba fused (one launch per tensor)", "numba unfus
 _NB12_FLAT, _NB12_TORCH_FUSED = "numba fused, one launch over a flat buffer", "torch AdamW fused=True"
 
 for _name, _case, _impl in [
-    ("nb12_fused_one_ms", "one tensor", _NB12_FUSED),
-    ("nb12_torch_fused_one_ms", "one tensor", _NB12_TORCH_FUSED),
-    ("nb12_flat_list_ms", "list", _NB12_FLAT),
-    ("nb12_torch_fused_list_ms", "list", _NB12_TORCH_FUSED),
-    ("nb12_per_tensor_list_ms", "list", _NB12_FUSED),
+    ("nb14_fused_one_ms", "one tensor", _NB12_FUSED),
+    ("nb14_torch_fused_one_ms", "one tensor", _NB12_TORCH_FUSED),
+    ("nb14_flat_list_ms", "list", _NB12_FLAT),
+    ("nb14_torch_fused_list_ms", "list", _NB12_TORCH_FUSED),
+    ("nb14_per_tensor_list_ms", "list", _NB12_FUSED),
 ]:
-    figure(_name)(lambda case=_case, impl=_impl: _nb12_ms(case, impl))
+    figure(_name)(lambda case=_case, impl=_impl: _nb14_ms(case, impl))
 
 for _name, (_case, _a), (_case_b, _b) in [
-    ("nb12_unfused_over_fused_one", ("one tensor", _NB12_UNFUSED), ("one tensor", _NB12_FUSED)),
-    ("nb12_unfused_over_foreach_false_one", ("one tensor", _NB12_UNFUSED), ("one tensor", "torch AdamW foreach=False")),
-    ("nb12_foreach_true_over_false_one", ("one tensor", "torch AdamW foreach=True"), ("one tensor", "torch AdamW foreach=False")),
-    ("nb12_flat_over_torch_fused_list", ("list", _NB12_FLAT), ("list", _NB12_TORCH_FUSED)),
-    ("nb12_per_tensor_over_flat_list", ("list", _NB12_FUSED), ("list", _NB12_FLAT)),
+    ("nb14_unfused_over_fused_one", ("one tensor", _NB12_UNFUSED), ("one tensor", _NB12_FUSED)),
+    ("nb14_unfused_over_foreach_false_one", ("one tensor", _NB12_UNFUSED), ("one tensor", "torch AdamW foreach=False")),
+    ("nb14_foreach_true_over_false_one", ("one tensor", "torch AdamW foreach=True"), ("one tensor", "torch AdamW foreach=False")),
+    ("nb14_flat_over_torch_fused_list", ("list", _NB12_FLAT), ("list", _NB12_TORCH_FUSED)),
+    ("nb14_per_tensor_over_flat_list", ("list", _NB12_FUSED), ("list", _NB12_FLAT)),
 ]:
-    figure(_name)(lambda ca=_case, a=_a, cb=_case_b, b=_b: _nb12_ms(ca, a) / _nb12_ms(cb, b))
+    figure(_name)(lambda ca=_case, a=_a, cb=_case_b, b=_b: _nb14_ms(ca, a) / _nb14_ms(cb, b))
 
 
-@figure("nb12_unfused_list_per_launch_us")
-def _nb12_unfused_per_launch() -> float:
+@figure("nb14_unfused_list_per_launch_us")
+def _nb14_unfused_per_launch() -> float:
     """The unfused step on the list: 1,600 launches, its time per launch on average (µs)."""
-    return 1e3 * _nb12_ms("list", _NB12_UNFUSED) / (8 * 200)
+    return 1e3 * _nb14_ms("list", _NB12_UNFUSED) / (8 * 200)
 
 
-@figure("nb12_extra_launch_over_nb09")
-def _nb12_extra_launch_over_nb09() -> float:
+@figure("nb14_extra_launch_over_nb09")
+def _nb14_extra_launch_over_nb09() -> float:
     """Each extra launch on the list (as the notebook prints it) against notebook 09's fused launch."""
-    extra_us = 1e3 * (_nb12_ms("list", _NB12_FUSED) - _nb12_ms("list", _NB12_FLAT)) / (200 - 1)
+    extra_us = 1e3 * (_nb14_ms("list", _NB12_FUSED) - _nb14_ms("list", _NB12_FLAT)) / (200 - 1)
     return extra_us / _nb09_median("numba fused", 2**10, "host")
 
 
-@figure("nb12_nb09_three_host_us")
-def _nb12_nb09_three_host() -> float:
+@figure("nb14_nb09_three_host_us")
+def _nb14_nb09_three_host() -> float:
     return _nb09_median("numba three kernels", 2**10, "host")
 
 
 OUTPUTS.update({
-    "nb12_unfused_bytes": r"unfused: 8 launches, 16 trips, (\d+) bytes per element",
-    "nb12_fused_bytes": r"fused: 1 launch, 2 trips, (\d+) bytes per element",
-    "nb12_bytes_ratio": r"the eight kernels move ([\d.]+)x the bytes",
-    "nb12_fused_over_torch_one": r"fused=True on one tensor of 2\^26: \w+, ([\d.]+)x its time",
-    "nb12_extra_launch_us": r"each extra launch costs about ([\d.]+) µs",
-    "nb12_fused_one_gbs": r"one tensor\s+numba fused \(one launch per tensor\)\s+[\d.]+ ms\s+(\d+)",
-    "nb12_average_tensor_us": r"an average tensor's [\d.]+ MB take ([\d.]+) µs",
+    "nb14_unfused_bytes": r"unfused: 8 launches, 16 trips, (\d+) bytes per element",
+    "nb14_fused_bytes": r"fused: 1 launch, 2 trips, (\d+) bytes per element",
+    "nb14_bytes_ratio": r"the eight kernels move ([\d.]+)x the bytes",
+    "nb14_fused_over_torch_one": r"fused=True on one tensor of 2\^26: \w+, ([\d.]+)x its time",
+    "nb14_extra_launch_us": r"each extra launch costs about ([\d.]+) µs",
+    "nb14_fused_one_gbs": r"one tensor\s+numba fused \(one launch per tensor\)\s+[\d.]+ ms\s+(\d+)",
+    "nb14_average_tensor_us": r"an average tensor's [\d.]+ MB take ([\d.]+) µs",
 })
 
 
@@ -928,11 +928,11 @@ def _nb11_attention_ms(length: int, name: str) -> float:
 
 
 for _length in (4096, 1024):
-    figure(f"nb11_causal_speedup_{_length}")(
+    figure(f"nb12_causal_speedup_{_length}")(
         lambda n=_length: _nb11_attention_ms(n, "numba fused q64/k64/b4/s2") / _nb11_attention_ms(n, "numba fused causal"))
 
 
-@figure("nb11_fused_over_flop_floor")
+@figure("nb12_fused_over_flop_floor")
 def _nb11_fused_over_floor() -> float:
     row = next(r for r in committed("reductions_attention")["rows"] if r["length"] == 4096)
     floor_ms = row["flops"] / committed("reductions_attention")["peak_fp32_flops"] * 1e3
@@ -952,27 +952,27 @@ def _nb11_ncu_tensor_bytes() -> float:
     return _nb11_ncu()["heads"] * _nb11_ncu()["length"] * 64 * 4
 
 
-@figure("nb11_ncu_fused_write_mb")
+@figure("nb12_ncu_fused_write_mb")
 def _nb11_ncu_write() -> float:
     return _nb11_ncu_fused("dram_write") / 1e6
 
 
-@figure("nb11_ncu_output_mb")
+@figure("nb12_ncu_output_mb")
 def _nb11_ncu_output() -> float:
     return _nb11_ncu_tensor_bytes() / 1e6
 
 
-@figure("nb11_ncu_fused_read_mb")
+@figure("nb12_ncu_fused_read_mb")
 def _nb11_ncu_read() -> float:
     return _nb11_ncu_fused("dram_read") / 1e6
 
 
-@figure("nb11_ncu_qkv_mb")
+@figure("nb12_ncu_qkv_mb")
 def _nb11_ncu_qkv() -> float:
     return 3 * _nb11_ncu_tensor_bytes() / 1e6
 
 
-@figure("nb11_ncu_ratio_output_counted")
+@figure("nb12_ncu_ratio_output_counted")
 def _nb11_ncu_ratio_output() -> float:
     """The DRAM-bytes ratio with the fused kernel's whole output counted as written."""
     return _nb11_ncu()["unfused_dram_bytes"] / (_nb11_ncu_fused("dram_read") + _nb11_ncu_tensor_bytes())
@@ -988,12 +988,12 @@ OUTPUTS.update({
     "nb11_gbs_128": r"numba fused, 128 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
     "nb11_gbs_256": r"numba fused, 256 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
     "nb11_latency_printed_128": r"numba fused, 128 threads/row\s+\d+ registers.*?implied latency ([\d.]+) µs",
-    "nb11_fused_over_unfused_attention": r"unfused Numba pipeline at L = 4096: yes, ([\d.]+)x",
-    "nb11_fused_over_naive_4096": r"naive torch fp32 at L = 4096: no, ([\d.]+)x",
-    "nb11_fused_over_naive_1024": r"naive torch fp32 at L = 1024: no, ([\d.]+)x",
-    "nb11_ncu_ratio": r"\(ncu\): yes, (\d+)x",
-    "nb11_flop_floor_ms": r"takes at least ([\d.]+) ms",
-    "nb11_byte_floor_ms": r"GB/s takes ([\d.]+) ms",
+    "nb12_fused_over_unfused_attention": r"unfused Numba pipeline at L = 4096: yes, ([\d.]+)x",
+    "nb12_fused_over_naive_4096": r"naive torch fp32 at L = 4096: no, ([\d.]+)x",
+    "nb12_fused_over_naive_1024": r"naive torch fp32 at L = 1024: no, ([\d.]+)x",
+    "nb12_ncu_ratio": r"\(ncu\): yes, (\d+)x",
+    "nb12_flop_floor_ms": r"takes at least ([\d.]+) ms",
+    "nb12_byte_floor_ms": r"GB/s takes ([\d.]+) ms",
 })
 
 
@@ -1044,7 +1044,7 @@ figure("nb11_fused128_gbs_big")(lambda: 16384 * 4096 * 8 / _nb11_softmax_ms(1638
 figure("nb11_online_ms_big")(lambda: _nb11_softmax_ms(16384, 4096, "numba online, 256 threads/row")[0])
 for _name, _impl in (("fused", "numba fused q128/k64/b4/s2"), ("naive", "torch naive fp32 (TF32 off)"),
                      ("sdpa", "torch SDPA efficient fp32")):
-    figure(f"nb11_attention_{_name}_ms")(lambda impl=_impl: _nb11_attention_ms(4096, impl))
+    figure(f"nb12_attention_{_name}_ms")(lambda impl=_impl: _nb11_attention_ms(4096, impl))
 
 
 def _nb11_attention_tflops(name: str, length: int = 4096) -> float:
@@ -1052,8 +1052,8 @@ def _nb11_attention_tflops(name: str, length: int = 4096) -> float:
     return row["flops"] / _nb11_attention_ms(length, name) / 1e9
 
 
-figure("nb11_attention_bf16_tflops")(lambda: _nb11_attention_tflops("torch SDPA flash bf16"))
-figure("nb11_fused_pct_peak")(lambda: 100 * 1e12 * _nb11_attention_tflops("numba fused q128/k64/b4/s2")
+figure("nb12_attention_bf16_tflops")(lambda: _nb11_attention_tflops("torch SDPA flash bf16"))
+figure("nb12_fused_pct_peak")(lambda: 100 * 1e12 * _nb11_attention_tflops("numba fused q128/k64/b4/s2")
                               / committed("reductions_attention")["peak_fp32_flops"])
 
 

@@ -1,5 +1,5 @@
-# Sourced by the GPU steps that run one lesson's module in timed parts (11_attention.sh,
-# 11_softmax.sh, 12_optimizer.sh); they set LESSON first, e.g. LESSON=softmax.
+# Sourced by the GPU steps that run one lesson's module in timed parts (12_attention.sh,
+# 11_softmax.sh, 14_optimizer.sh); they set LESSON first, e.g. LESSON=softmax.
 #   part LIMIT ARGS...   python3 -m helpers.lessons.$LESSON ARGS (with --out "$OUT" when $OUT is
 #                        set), cut off after LIMIT seconds; prints its rc and goes on either way
 set -uo pipefail

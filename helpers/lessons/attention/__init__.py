@@ -1,5 +1,5 @@
-"""Lesson 11: FlashAttention-style attention: S and P never reach memory (notebook 11_fusing_through_a_reduction)."""
+"""Lesson 12: FlashAttention-style attention: S and P never reach memory (notebook 12_attention_without_the_score_matrix)."""
 
-NOTEBOOKS = ("11_fusing_through_a_reduction",)
-GPU_STEPS = ("11_attention",)
+NOTEBOOKS = ("12_attention_without_the_score_matrix",)
+GPU_STEPS = ("12_attention",)
 RESULTS = ("reductions_attention", "reductions_attention_ncu")

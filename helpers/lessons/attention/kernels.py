@@ -1,4 +1,4 @@
-"""Attention ``O = softmax(Q K^T / sqrt(d)) V`` per head, float32, as notebook 11 writes it.
+"""Attention ``O = softmax(Q K^T / sqrt(d)) V`` per head, float32, as notebook 12 writes it.
 
 Arrays are ``(heads, L, d)``: batch and heads flattened into one axis, each head
 independent.
@@ -11,7 +11,7 @@ independent.
   memory (:func:`make_tile_stager`); an online softmax runs over the keys, so no L x L
   array ever exists.
 
-Notebook 11's cells are the kernels' source, copied here between the export markers
+Notebook 12's cells are the kernels' source, copied here between the export markers
 by ``scripts/export_kernels.py``.  Plain FP32 arithmetic throughout: no tensor cores.
 """
 
@@ -75,7 +75,7 @@ def _require_qkv(q: Any, k: Any, v: Any, out: Any, dtype: Any = np.float32) -> t
 # --- unfused: S and P go through memory --------------------------------------------
 
 
-# >>> exported from notebooks/11_fusing_through_a_reduction.ipynb (the cell defining scores_kernel);
+# >>> exported from notebooks/12_attention_without_the_score_matrix.ipynb (the cell defining scores_kernel);
 # >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def scores_kernel(q, k, s, scale, causal):
@@ -119,7 +119,7 @@ def weighted_sum_kernel(p, v, out):
         cuda.syncthreads()
     if i < length and c < d:
         out[bh, i, c] = acc
-# <<< end of the export from notebooks/11_fusing_through_a_reduction.ipynb
+# <<< end of the export from notebooks/12_attention_without_the_score_matrix.ipynb
 
 
 def require_scratch(q: Any, k: Any, v: Any, s: Any, p: Any, out: Any) -> None:
@@ -171,7 +171,7 @@ def unfused_softmax(s: Any, p: Any) -> None:
 # --- fused: FlashAttention-style ---------------------------------------------------
 
 
-# >>> exported from notebooks/11_fusing_through_a_reduction.ipynb (the cell defining make_tile_stager);
+# >>> exported from notebooks/12_attention_without_the_score_matrix.ipynb (the cell defining make_tile_stager);
 # >>> edit the notebook, then run python scripts/export_kernels.py
 def make_tile_stager(head_dim, block_q, block_k, batch):
     """A device function that stages tiles of ``block_k`` rows of K and V in shared memory, coalesced."""
@@ -252,7 +252,7 @@ def make_flash_attention_kernel(head_dim, block_q, block_k, causal, batch=4, key
                 out[bh, i, c] = acc[c] / total
 
     return flash_attention_kernel
-# <<< end of the export from notebooks/11_fusing_through_a_reduction.ipynb
+# <<< end of the export from notebooks/12_attention_without_the_score_matrix.ipynb
 
 
 @dataclass(frozen=True)

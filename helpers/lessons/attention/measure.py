@@ -97,7 +97,7 @@ def numba_implementations(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray
         add(f"numba fused q{cfg.block_q}/k{cfg.block_k}/b{cfg.batch}/s{cfg.keys_per_step}",
             lambda cfg=cfg: attention.run_fused(dq, dk, dv, out, False, cfg), False,
             attention.flash_kernel(d, cfg, False), cfg.block_q)
-    # causal at q64/k64/b4/s2, the shape lesson 11 compares it with (the default is now the measured fastest)
+    # causal at q64/k64/b4/s2, the shape lesson 12 compares it with (the default is now the measured fastest)
     add("numba fused causal", lambda: attention.run_fused(dq, dk, dv, out, True, attention.FlashConfig()), True)
     for c in tiled_configs(d):
         add(f"numba tiled q{c.block_q}/k{c.block_k}/r{c.rows}x{c.keys}",

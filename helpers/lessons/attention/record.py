@@ -1,4 +1,4 @@
-"""The records of lesson 11's attention (``reductions_attention.json``, ``reductions_attention_ncu.json``)."""
+"""The records of lesson 12's attention (``reductions_attention.json``, ``reductions_attention_ncu.json``)."""
 
 from __future__ import annotations
 

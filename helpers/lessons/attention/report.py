@@ -1,4 +1,4 @@
-"""What notebook 11 shows of the attention measurements: the table, the claims, the figure."""
+"""What notebook 12 shows of the attention measurements: the table, the claims, the figure."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .record import AttentionBench, AttentionDram, AttentionRow
 
 
 def committed() -> AttentionBench | None:
-    """The committed H200 attention record (notebook 11), or None."""
+    """The committed H200 attention record (notebook 12), or None."""
     return committed_record(AttentionBench)
 
 
@@ -81,7 +81,7 @@ def save_plot(folder: Path | None = None) -> Path | None:
 
 
 LESSON_COLUMNS = ("numba fused q", "numba unfused", "torch naive fp32", "torch SDPA efficient", "torch SDPA flash")
-"""What notebook 11 prints at each length: the fastest fused block shape, the unfused pipeline, torch's three."""
+"""What notebook 12 prints at each length: the fastest fused block shape, the unfused pipeline, torch's three."""
 
 
 def attention_summary_table(record: AttentionBench) -> str:
@@ -103,28 +103,64 @@ FP32_STEPS = (("one thread per row\n(64 rows a block)", "numba fused q64/k64/b4/
               ("register-tiled\n(best shape)", "numba tiled q"))
 """The FP32 fused kernel, step by step: (label, the record's name or name prefix, fastest taken)."""
 
+TENSOR_CORE_STEPS = (("ours, TF32\n(one pass)", "numba TF32 tensor cores w"),
+                     ("torch naive\nTF32", "torch naive TF32"),
+                     ("ours, 3xTF32\n(fp32 accuracy)", "numba 3xTF32 tensor cores w"),
+                     ("SDPA efficient\nfp32", "torch SDPA efficient fp32"),
+                     ("ours, bf16", "numba bf16 tensor cores"),
+                     ("SDPA flash\nbf16", "torch SDPA flash bf16"))
+"""Attention on tensor cores, ours beside PyTorch's in each precision (not causal; a prefix takes the fastest shape)."""
 
-def plot_steps(record: AttentionBench, steps: tuple[tuple[str, str], ...] = FP32_STEPS) -> Figure:
-    """TFLOP/s of each step at the record's longest sequence (not causal), against the FP32 peak and cuBLAS's
-    FP32 rate measured in the same run (a line each, where the record has it)."""
+
+def plot_steps(record: AttentionBench, steps: tuple[tuple[str, str], ...] = FP32_STEPS,
+               ceilings: bool = True) -> Figure:
+    """TFLOP/s of each step at the record's longest sequence (not causal); with ``ceilings``, against the FP32 peak
+    and cuBLAS's FP32 rate measured in the same run (a line each, where the record has it)."""
     row = max(record.rows, key=lambda r: r.length)
-    found = [(label, best(row, name)) for label, name in steps]
+    found = [(label, best(row, name, without="causal")) for label, name in steps]
     shown = [(label, m) for label, m in found if m is not None]
     if not shown:
         raise ValueError(f"the record times none of: {', '.join(name for _, name in steps)}")
     rates = [flops_of(row, m.name) / m.median_ms / 1e9 for _, m in shown]
     fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
-    bars = ax.bar([label for label, _ in shown], rates, color="#4c72b0")
+    colors = ["#dd8452" if m.name.startswith("torch") else "#4c72b0" for _, m in shown]
+    bars = ax.bar([label for label, _ in shown], rates, color=colors)
     for bar, (_, m), rate in zip(bars, shown, rates):
         ax.annotate(f"{rate:.1f}\n{m.median_ms:.2f} ms", (bar.get_x() + bar.get_width() / 2, rate),
                     ha="center", va="bottom", fontsize=8)
-    for value, label, style in ((record.peak_fp32_flops, "FP32 peak", "--"),
-                                (record.sgemm_fp32_flops, "cuBLAS SGEMM, same run", ":")):
+    lines = ((record.peak_fp32_flops, "FP32 peak", "--"),
+             (record.sgemm_fp32_flops, "cuBLAS SGEMM, same run", ":")) if ceilings else ()
+    for value, label, style in lines:
         if value:
             ax.axhline(value / 1e12, color="#c44e52", linestyle=style, label=f"{label}: {value / 1e12:.1f}")
-    ax.set_ylabel("TFLOP/s (FP32)")
-    ax.set_ylim(0, 1.2 * max([*rates, *((v or 0) / 1e12 for v in (record.peak_fp32_flops, record.sgemm_fp32_flops))]))
+    ax.set_ylabel("TFLOP/s (FP32)" if ceilings else "TFLOP/s")
+    ax.set_ylim(0, 1.2 * max([*rates, *((v or 0) / 1e12 for v, _, _ in lines)]))
     ax.set_title(f"{title(row)}, not causal", fontsize=9)
-    if record.peak_fp32_flops or record.sgemm_fp32_flops:
+    if any(v for v, _, _ in lines):
         ax.legend(loc="upper left", fontsize=8)
     return fig
+
+
+FUSION_PAIRS = (("FP32 units", "numba unfused (S, P in memory)", "numba tiled q", "numba unfused fp32",
+                 "numba tiled fp32"),
+                ("tensor cores, TF32", "numba unfused TF32 (S, P in memory)", "numba TF32 tensor cores w",
+                 "numba unfused TF32", "numba TF32 tensor cores"))
+"""(units, the unfused pipeline's name, the fused kernel's name prefix, and their pipelines in the ncu record)."""
+
+
+def fusion_ratios(record: AttentionBench, ncu_record: AttentionDram | None = None) -> list[str]:
+    """What fusion saves on each kind of unit, at the record's longest sequence: the unfused pipeline's time over
+    the fused kernel's, beside their DRAM bytes (ncu, one batch of heads) where the profile has both."""
+    row, lines = max(record.rows, key=lambda r: r.length), []
+    for units, unfused_name, fused_prefix, unfused_pipe, fused_pipe in FUSION_PAIRS:
+        unfused, fused = best(row, unfused_name), best(row, fused_prefix, without="causal")
+        if unfused is None or fused is None:
+            continue
+        line = (f"{units}: unfused {unfused.median_ms:.2f} ms, fused {fused.median_ms:.2f} ms: "
+                f"{unfused.median_ms / fused.median_ms:.1f}x")
+        dram = (ncu_record.pipelines if ncu_record else {})
+        if dram.get(unfused_pipe) and dram.get(fused_pipe):
+            line += (f"; DRAM {dram[unfused_pipe] / 1e9:.2f} GB against {dram[fused_pipe] / 1e9:.3f} GB "
+                     f"(L = {ncu_record.length}, {ncu_record.heads} heads)")
+        lines.append(line)
+    return lines

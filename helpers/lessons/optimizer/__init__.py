@@ -1,5 +1,5 @@
-"""Lesson 12: a fused AdamW step (notebook 12_a_fused_optimizer_step)."""
+"""Lesson 14: a fused AdamW step (notebook 14_a_fused_optimizer_step)."""
 
-NOTEBOOKS = ("12_a_fused_optimizer_step",)
-GPU_STEPS = ("12_optimizer",)
+NOTEBOOKS = ("14_a_fused_optimizer_step",)
+GPU_STEPS = ("14_optimizer",)
 RESULTS = ("reductions_adamw",)

@@ -1,4 +1,4 @@
-"""One AdamW step, as notebook 12 writes it: eight library-style launches, or one fused kernel.
+"""One AdamW step, as notebook 14 writes it: eight library-style launches, or one fused kernel.
 
 The update (decoupled weight decay, as ``torch.optim.AdamW`` does it), for step ``t``::
 
@@ -8,7 +8,7 @@ The update (decoupled weight decay, as ``torch.optim.AdamW`` does it), for step 
     p <- p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 
 The bias corrections depend only on ``t``, so the host computes them once per step
-(:class:`AdamW`) and passes them in as scalars.  Notebook 12's cells are the
+(:class:`AdamW`) and passes them in as scalars.  Notebook 14's cells are the
 kernels' source, copied here between the export markers by ``scripts/export_kernels.py``.
 """
 
@@ -112,7 +112,7 @@ def _require_tensor_lists(params: Sequence[Any], grads: Sequence[Any], ms: Seque
 # --- unfused: the elementwise launches a library without fusion makes ---------------
 
 
-# >>> exported from notebooks/12_a_fused_optimizer_step.ipynb (the cell defining scale_inplace_kernel);
+# >>> exported from notebooks/14_a_fused_optimizer_step.ipynb (the cell defining scale_inplace_kernel);
 # >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def scale_inplace_kernel(x, a):
@@ -161,7 +161,7 @@ def addcdiv_inplace_kernel(x, y, z, a):
     i = cuda.grid(1)
     if i < x.size:
         x[i] = x[i] + a * y[i] / z[i]
-# <<< end of the export from notebooks/12_a_fused_optimizer_step.ipynb
+# <<< end of the export from notebooks/14_a_fused_optimizer_step.ipynb
 
 
 def run_unfused(p: Any, g: Any, m: Any, v: Any, denom: Any, opt: AdamW, step: int) -> None:
@@ -184,7 +184,7 @@ def run_unfused(p: Any, g: Any, m: Any, v: Any, denom: Any, opt: AdamW, step: in
 # --- fused: one kernel --------------------------------------------------------------
 
 
-# >>> exported from notebooks/12_a_fused_optimizer_step.ipynb (the cell defining adamw_kernel);
+# >>> exported from notebooks/14_a_fused_optimizer_step.ipynb (the cell defining adamw_kernel);
 # >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def adamw_kernel(p, g, m, v, decay, w1, beta2, w2, eps, step_size, bias2_sqrt):
@@ -196,7 +196,7 @@ def adamw_kernel(p, g, m, v, decay, w1, beta2, w2, eps, step_size, bias2_sqrt):
         m[i] = m_new
         v[i] = v_new
         p[i] = p[i] * decay - step_size * m_new / (math.sqrt(v_new) / bias2_sqrt + eps)
-# <<< end of the export from notebooks/12_a_fused_optimizer_step.ipynb
+# <<< end of the export from notebooks/14_a_fused_optimizer_step.ipynb
 
 
 def run_fused(p: Any, g: Any, m: Any, v: Any, opt: AdamW, step: int) -> None:

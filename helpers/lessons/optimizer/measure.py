@@ -1,4 +1,4 @@
-"""Lesson 12's AdamW step on one tensor of 2^26 elements and on a list of 200 tensors, measured.
+"""Lesson 14's AdamW step on one tensor of 2^26 elements and on a list of 200 tensors, measured.
 
 Every Numba step runs three steps from a fresh state and is checked against torch's ``fused=True``
 AdamW (float64 NumPy without torch), first at an odd size, before it is timed beside torch's three

@@ -1,4 +1,4 @@
-"""The record of lesson 12 (``reductions_adamw.json``)."""
+"""The record of lesson 14 (``reductions_adamw.json``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What notebook 12 shows of the AdamW measurements: the table, the claims, what launches cost, the figure."""
+"""What notebook 14 shows of the AdamW measurements: the table, the claims, what launches cost, the figure."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ UNFUSED = "numba unfused (8 launches per tensor)"
 
 
 def committed() -> AdamWBench | None:
-    """The committed H200 AdamW record (notebook 12), or None."""
+    """The committed H200 AdamW record (notebook 14), or None."""
     return committed_record(AdamWBench)
 
 

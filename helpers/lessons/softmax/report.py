@@ -48,9 +48,10 @@ def median(row: Any, name: str) -> float | None:
     return None if m is None else m.median_ms
 
 
-def best(row: Any, prefix: str) -> Measured | None:
-    """The fastest checked measurement whose name starts with ``prefix``."""
-    timed = [m for m in row.measured if m.name.startswith(prefix) and m.median_ms is not None]
+def best(row: Any, prefix: str, without: str | None = None) -> Measured | None:
+    """The fastest checked measurement whose name starts with ``prefix`` (and does not hold ``without``)."""
+    timed = [m for m in row.measured if m.name.startswith(prefix) and m.median_ms is not None
+             and not (without and without in m.name)]
     return min(timed, key=lambda m: m.median_ms) if timed else None
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU step for notebook 11, attention, checked first, then timed (cut off after 4 minutes, the long run and ncu after 2 each):
+# GPU step for notebook 12, attention, checked first, then timed (cut off after 4 minutes, the long run and ncu after 2 each):
 #   results/<gpu>/reductions_attention.json   attention B=4 H=16 L=1024, 4096 d=64: Numba fused (one thread
 #                                             per row, at five block shapes), register-tiled FP32, TF32 and
 #                                             3xTF32 tensor cores, the unfused pipeline in FP32 and TF32,
@@ -7,7 +7,7 @@
 #                                             SDPA flash bf16, with cuBLAS's FP32 rate measured in the run
 #   results/<gpu>/reductions_attention_long.json  the fused kernels at L = 32768, where S and P would need 550 GB
 #   results/<gpu>/reductions_attention_ncu.json   DRAM bytes of every pipeline (ncu)
-# Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/11_attention.sh
+# Run from the repository root:  PYTHONPATH=$PWD:/tmp/site bash scripts/gpu/12_attention.sh
 LESSON=attention
 source "$(dirname "$0")/lesson_parts.sh"
 part 240 attention
