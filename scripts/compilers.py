@@ -189,8 +189,8 @@ def reduction_cases() -> list[tuple[str, str, Callable[[], tuple[str, str]]]]:
         return _close(dev[0].copy_to_host(), optim.reference(p, g, m, np.abs(w), optim.AdamW(), 3)[0], 1e-5)
 
     cases = [("11", f"softmax {name}", soft(name)) for name in ("unfused", "fused", "online", "pipelined")]
-    return cases + [("11", "attention fused", lambda: attend(False)), ("11", "attention fused causal", lambda: attend(True)),
-                    ("12", "adamw fused", adamw)]
+    return cases + [("12", "attention fused", lambda: attend(False)), ("12", "attention fused causal", lambda: attend(True)),
+                    ("14", "adamw fused", adamw)]
 
 
 def check_kernels() -> list[KernelCheck]:
