@@ -1038,6 +1038,85 @@ for _kernel in ("copy", "scale", "naive", "grid_stride", "streaming", "vec4_resi
 figure("nb10_over_vec4_pct")(lambda: _nb10_against_probe("vec4"))
 
 
+# --- notebook 13 ---------------------------------------------------------------------------
+
+
+def _nb13_best(prefix: str, length: int = 4096) -> dict:
+    """The fastest timed entry of the attention record at ``length`` whose name starts with ``prefix``, not causal."""
+    row = next(r for r in committed("reductions_attention")["rows"] if r["length"] == length)
+    timed = [m for m in row["measured"] if m["name"].startswith(prefix) and "causal" not in m["name"] and m["median_ms"]]
+    return min(timed, key=lambda m: m["median_ms"])
+
+
+def _nb13_flops(length: int = 4096, causal: bool = False) -> float:
+    from helpers.lessons.attention.kernels import attention_flops  # the flops the lesson's TFLOP/s count
+    row = next(r for r in committed("reductions_attention")["rows"] if r["length"] == length)
+    return float(attention_flops(row["batch"] * row["heads"], length, row["head_dim"], causal))
+
+
+_NB13 = {"onerow": "numba fused q", "tiled": "numba tiled q", "naive": "torch naive fp32", "tf32": "numba TF32 tensor cores w",
+         "naive_tf32": "torch naive TF32", "three": "numba 3xTF32 tensor cores w", "efficient": "torch SDPA efficient fp32",
+         "bf16": "numba bf16 tensor cores", "flash": "torch SDPA flash bf16", "unfused": "numba unfused (S",
+         "unfused_tf32": "numba unfused TF32"}
+for _key in ("onerow", "tiled", "naive", "tf32", "naive_tf32", "three", "bf16", "flash"):
+    figure(f"nb13_{_key}_ms")(lambda p=_NB13[_key]: _nb13_best(p)["median_ms"])
+for _key in ("tiled", "tf32", "flash"):
+    figure(f"nb13_{_key}_tflops")(lambda p=_NB13[_key]: _nb13_flops() / _nb13_best(p)["median_ms"] / 1e9)
+for _key in ("tiled", "three", "efficient"):
+    figure(f"nb13_{_key}_error")(lambda p=_NB13[_key]: _nb13_best(p)["max_rel_err"])
+figure("nb13_three_error_1024")(lambda: _nb13_best(_NB13["three"], 1024)["max_rel_err"])
+figure("nb13_tiled_pct_peak")(lambda: 100 * _nb13_flops() / _nb13_best(_NB13["tiled"])["median_ms"] / 1e-3
+                              / committed("reductions_attention")["peak_fp32_flops"])
+figure("nb13_tiled_pct_sgemm")(lambda: 100 * _nb13_flops() / _nb13_best(_NB13["tiled"])["median_ms"] / 1e-3
+                               / committed("reductions_attention")["sgemm_fp32_flops"])
+for _key, _over, _under in (("tiled_over_naive", "naive", "tiled"), ("tf32_over_naive_tf32", "naive_tf32", "tf32"),
+                            ("three_over_efficient", "efficient", "three"), ("flash_over_bf16", "bf16", "flash"),
+                            ("fp32_fusion", "unfused", "tiled"), ("tf32_fusion", "unfused_tf32", "tf32"),
+                            ("unfused_tf32_over_torch", "unfused_tf32", "naive_tf32")):
+    figure(f"nb13_{_key}")(lambda o=_NB13[_over], u=_NB13[_under]: _nb13_best(o)["median_ms"] / _nb13_best(u)["median_ms"])
+
+
+def _nb13_causal(name: str) -> dict:
+    row = next(r for r in committed("reductions_attention")["rows"] if r["length"] == 4096)
+    return next(m for m in row["measured"] if m["name"] == name)
+
+
+figure("nb13_tiled_causal_ms")(lambda: _nb13_causal("numba tiled causal")["median_ms"])
+figure("nb13_tiled_causal_speedup")(lambda: _nb13_best(_NB13["tiled"])["median_ms"]
+                                    / _nb13_causal("numba tiled causal")["median_ms"])
+figure("nb13_tiled_causal_tflops")(lambda: _nb13_flops(causal=True) / _nb13_causal("numba tiled causal")["median_ms"] / 1e9)
+
+
+def _nb13_sp_bytes() -> float:
+    """S and P, each written once and read once: 4 passes of 4 bytes per score, at the record's B, H and L = 4096."""
+    row = next(r for r in committed("reductions_attention")["rows"] if r["length"] == 4096)
+    return 4 * 4 * row["batch"] * row["heads"] * 4096 ** 2
+
+
+figure("nb13_sp_gb")(lambda: _nb13_sp_bytes() / 1e9)
+figure("nb13_copy_gbs")(lambda: committed("reductions_softmax")["copy_ceiling_gbs"])
+figure("nb13_sp_floor_ms")(lambda: _nb13_sp_bytes() / committed("reductions_softmax")["copy_ceiling_gbs"] / 1e6)
+for _key in ("naive", "naive_tf32"):
+    figure(f"nb13_sp_share_{_key}")(lambda p=_NB13[_key]: 100 * _nb13_sp_bytes() / committed("reductions_softmax")[
+        "copy_ceiling_gbs"] / 1e6 / _nb13_best(p)["median_ms"])
+for _key, _unfused, _fused in (("fp32", "numba unfused fp32", "numba tiled fp32"),
+                               ("tf32", "numba unfused TF32", "numba TF32 tensor cores")):
+    figure(f"nb13_dram_ratio_{_key}")(lambda u=_unfused, f=_fused: committed("reductions_attention_ncu")["pipelines"][u]
+                                      / committed("reductions_attention_ncu")["pipelines"][f])
+
+
+def _nb13_long(name: str) -> dict:
+    return next(m for m in committed("reductions_attention_long")["measured"] if m["name"] == name)
+
+
+figure("nb13_long_sp_gb")(lambda: committed("reductions_attention_long")["unfused_scratch_bytes"] / 1e9)
+figure("nb13_long_memory_gb")(lambda: committed("reductions_attention_long")["device_memory_bytes"] / 1e9)
+figure("nb13_long_tiled_ms")(lambda: _nb13_long("numba tiled")["median_ms"])
+figure("nb13_long_tf32_ms")(lambda: _nb13_long("numba TF32 tensor cores")["median_ms"])
+figure("nb13_long_tiled_error")(lambda: _nb13_long("numba tiled")["max_rel_err"])
+figure("nb13_long_three_error")(lambda: float(_nb13_long("numba 3xTF32 tensor cores")["note"].rsplit(" ", 1)[1]))
+
+
 # --- notebook 11: the figures of the rows its short tables leave out (the plots show them) ---------------
 
 figure("nb11_fused128_gbs_big")(lambda: 16384 * 4096 * 8 / _nb11_softmax_ms(16384, 4096, "numba fused, 128 threads/row")[0] / 1e6)

@@ -37,4 +37,4 @@ def test_every_exercise_follows_the_lesson_the_guide_names():
 def test_both_name_the_core_path_and_the_full_course():
     found = [PATHS.search(text) for text in (README, GUIDE)]
     assert all(found) and found[0].group(0) == found[1].group(0)
-    assert "01 → 03 and exercise 1" in found[0].group(0) and "01–12" in found[0].group(0)
+    assert "01 → 03 and exercise 1" in found[0].group(0) and "01–14" in found[0].group(0)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from helpers.harness.tables import table
 from helpers.lessons.softmax.report import best, committed_record, measurement_table, median, save_figure
@@ -36,7 +37,7 @@ def attention_claims(record: AttentionBench, ncu_record: AttentionDram | None = 
     """The claims about the fused attention kernel, each answered from the records."""
     claims = []
     for row in record.rows:
-        fused, unfused = best(row, "numba fused q"), best(row, "numba unfused")
+        fused, unfused = best(row, "numba fused q"), best(row, "numba unfused (")  # FP32, S and P in memory
         naive_ms = median(row, "torch naive fp32 (TF32 off)")
         L = row.length
         if fused and unfused:
@@ -80,8 +81,17 @@ def save_plot(folder: Path | None = None) -> Path | None:
     return path
 
 
-LESSON_COLUMNS = ("numba fused q", "numba unfused", "torch naive fp32", "torch SDPA efficient", "torch SDPA flash")
+LESSON_COLUMNS = ("numba fused q", "numba unfused (", "torch naive fp32", "torch SDPA efficient", "torch SDPA flash")
 """What notebook 12 prints at each length: the fastest fused block shape, the unfused pipeline, torch's three."""
+
+
+LESSON_12 = ("numba fused", "numba unfused (", "torch naive fp32", "torch SDPA")
+"""What notebook 12's figure draws: the one-row fused kernel at each block shape, the FP32 unfused pipeline, torch's."""
+
+
+def in_lesson_12(name: str) -> bool:
+    """Whether notebook 12's figure draws the implementation of this name (the others are notebook 13's)."""
+    return name.startswith(LESSON_12)
 
 
 def attention_summary_table(record: AttentionBench) -> str:
@@ -136,7 +146,10 @@ def plot_steps(record: AttentionBench, steps: tuple[tuple[str, str], ...] = FP32
     ax.set_ylabel("TFLOP/s (FP32)" if ceilings else "TFLOP/s")
     ax.set_ylim(0, 1.2 * max([*rates, *((v or 0) / 1e12 for v, _, _ in lines)]))
     ax.set_title(f"{title(row)}, not causal", fontsize=9)
-    if any(v for v, _, _ in lines):
+    if any(name.startswith("torch") for name in (m.name for _, m in shown)):  # say which colour is whose
+        ax.legend(handles=[Patch(color="#4c72b0", label="Numba (ours)"), Patch(color="#dd8452", label="PyTorch")],
+                  loc="upper left", fontsize=8)
+    elif any(v for v, _, _ in lines):
         ax.legend(loc="upper left", fontsize=8)
     return fig
 
@@ -163,4 +176,33 @@ def fusion_ratios(record: AttentionBench, ncu_record: AttentionDram | None = Non
             line += (f"; DRAM {dram[unfused_pipe] / 1e9:.2f} GB against {dram[fused_pipe] / 1e9:.3f} GB "
                      f"(L = {ncu_record.length}, {ncu_record.heads} heads)")
         lines.append(line)
+    return lines
+
+
+def fp32_steps(record: AttentionBench) -> list[str]:
+    """One line per FP32 step of :data:`FP32_STEPS` and torch's FP32 composition at the longest sequence (not
+    causal): time, TFLOP/s and the share of the FP32 peak; then the peak and cuBLAS's rate from the same run."""
+    row, lines = max(record.rows, key=lambda r: r.length), []
+    for label, name in (*FP32_STEPS, ("torch naive fp32 (TF32 off)", "torch naive fp32")):
+        m = best(row, name, without="causal")
+        if m is not None:
+            rate = flops_of(row, m.name) / m.median_ms / 1e9
+            share = f", {rate * 1e12 / record.peak_fp32_flops:.0%} of the FP32 peak" if record.peak_fp32_flops else ""
+            lines.append(f"{label.replace(chr(10), ' ')}: {m.median_ms:.2f} ms, {rate:.1f} TFLOP/s{share}"
+                         + (f" ({m.name.removeprefix('numba ')})" if m.name != name and m.name.startswith('numba') else ""))
+    if record.peak_fp32_flops and record.sgemm_fp32_flops:
+        lines.append(f"FP32 peak {record.peak_fp32_flops / 1e12:.1f} TFLOP/s; cuBLAS SGEMM in the same run "
+                     f"{record.sgemm_fp32_flops / 1e12:.1f} TFLOP/s")
+    return lines
+
+
+def tensor_core_lines(record: AttentionBench) -> list[str]:
+    """One line per entry of :data:`TENSOR_CORE_STEPS` at the longest sequence (not causal): time, TFLOP/s and the
+    error against float64 relative to the largest output, the fastest shape named."""
+    row, lines = max(record.rows, key=lambda r: r.length), []
+    for label, name in TENSOR_CORE_STEPS:
+        m = best(row, name, without="causal")
+        if m is not None:
+            lines.append(f"{label.replace(chr(10), ' '):36s} {m.median_ms:6.3f} ms {flops_of(row, m.name) / m.median_ms / 1e9:6.1f}"
+                         f" TFLOP/s  error {m.max_rel_err:.1e}" + (f"  ({m.name.rsplit(' ', 1)[1]})" if name.endswith(" w") else ""))
     return lines

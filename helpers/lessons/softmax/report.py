@@ -147,13 +147,15 @@ def bytes_in_flight(record: SoftmaxBench, rows: int = 16384, cols: int = 4096) -
     return out
 
 
-def draw(record: Any, title: Callable[[Any], str]) -> Figure:
-    """One panel per measured shape: GPU time of every implementation (log scale), Numba in blue, torch in orange."""
+def draw(record: Any, title: Callable[[Any], str], keep: Callable[[str], bool] = lambda name: True) -> Figure:
+    """One panel per measured shape: GPU time of every implementation ``keep`` takes by name (log scale), Numba in
+    blue, torch in orange."""
     rows = record.rows
-    fig, axes = plt.subplots(len(rows), 1, figsize=(9, 0.28 * sum(len(r.measured) for r in rows) + 1.3 * len(rows)),
+    shown = sum(1 for r in rows for m in r.measured if m.median_ms and keep(m.name))
+    fig, axes = plt.subplots(len(rows), 1, figsize=(9, 0.28 * shown + 1.3 * len(rows)),
                              squeeze=False, layout="constrained")  # constrained: long names are not cut off
     for ax, row in zip(axes[:, 0], rows):
-        timed = [m for m in row.measured if m.median_ms]
+        timed = [m for m in row.measured if m.median_ms and keep(m.name)]
         names = [m.name for m in timed]
         y = list(range(len(names)))[::-1]  # points, not bars: a bar's length means nothing on a log axis
         _ = ax.scatter([m.median_ms for m in timed], y, c=[_colour(n) for n in names], zorder=3)
