@@ -861,20 +861,43 @@ def _nb11_softmax_ms(rows: int, cols: int, name: str | None = None, prefix: str 
             and (m["name"] == name if name else m["name"].startswith(prefix))]
 
 
-for _rows, _cols in ((16384, 4096), (4096, 4096), (4096, 1024)):
-    figure(f"nb11_compile_over_best_{_rows}x{_cols}")(
-        lambda r=_rows, c=_cols: min(_nb11_softmax_ms(r, c, prefix="numba"))
-        / _nb11_softmax_ms(r, c, "torch.compile(naive)")[0])
+NB11_SHAPES = ((16384, 4096), (4096, 4096), (4096, 1024))
+
+
+def _nb11_vector_ms(rows: int, cols: int) -> float:
+    """The fastest 16-byte kernel's time at one shape."""
+    return min(_nb11_softmax_ms(rows, cols, prefix="numba 16-byte"))
+
+
+def _nb11_pct_copy(rows: int, cols: int, ms: float) -> float:
+    """A time at one shape as a share (%) of the device copy's rate, 8 bytes per element counted."""
+    return 100 * rows * cols * 8 / ms / 1e6 / committed("reductions_softmax")["copy_ceiling_gbs"]
+
+
+for _rows, _cols in NB11_SHAPES:
+    figure(f"nb11_vector_ms_{_rows}x{_cols}")(lambda r=_rows, c=_cols: _nb11_vector_ms(r, c))
+    figure(f"nb11_compile_ms_{_rows}x{_cols}")(lambda r=_rows, c=_cols: _nb11_softmax_ms(r, c, "torch.compile(naive)")[0])
+for _rows, _cols in NB11_SHAPES[:2]:
+    figure(f"nb11_vector_pct_copy_{_rows}x{_cols}")(lambda r=_rows, c=_cols: _nb11_pct_copy(r, c, _nb11_vector_ms(r, c)))
+figure("nb11_best_pct_copy_4096x1024")(lambda: _nb11_pct_copy(4096, 1024, min(_nb11_softmax_ms(4096, 1024, prefix=""))))
+figure("nb11_vector_us_4096x1024")(lambda: 1e3 * _nb11_vector_ms(4096, 1024))
+figure("nb11_vector_slowest_ms_16384x4096")(lambda: max(_nb11_softmax_ms(16384, 4096, prefix="numba 16-byte")))
+figure("nb11_vector_over_unfused_big")(
+    lambda: _nb11_softmax_ms(16384, 4096, "numba unfused (4 kernels)")[0] / _nb11_vector_ms(16384, 4096))
+
+
+def _nb11_vector_over_torch() -> list[float]:
+    """torch.softmax's time over the fastest 16-byte kernel's, at each shape."""
+    return [_nb11_softmax_ms(r, c, "torch.softmax")[0] / _nb11_vector_ms(r, c) for r, c in NB11_SHAPES]
+
+
+figure("nb11_vector_over_torch_min")(lambda: min(_nb11_vector_over_torch()))
+figure("nb11_vector_over_torch_max")(lambda: max(_nb11_vector_over_torch()))
 
 for _rows in (16384, 4096):
     figure(f"nb11_pipelined_min_ms_{_rows}")(lambda r=_rows: min(_nb11_softmax_ms(r, 4096, prefix="numba fused pipelined")))
     figure(f"nb11_pipelined_max_ms_{_rows}")(lambda r=_rows: max(_nb11_softmax_ms(r, 4096, prefix="numba fused pipelined")))
     figure(f"nb11_fused128_ms_{_rows}")(lambda r=_rows: _nb11_softmax_ms(r, 4096, "numba fused, 128 threads/row")[0])
-
-
-@figure("nb11_compile_4096x1024_gbs")
-def _nb11_compile_small_gbs() -> float:
-    return 4096 * 1024 * 8 / _nb11_softmax_ms(4096, 1024, "torch.compile(naive)")[0] / 1e6
 
 
 @figure("nb11_copy_gbs")
@@ -915,6 +938,19 @@ for _name, _kernel in (("64", "numba fused, 64 threads/row"), ("128", "numba fus
                        ("256", "numba fused, 256 threads/row"), ("online", "numba online, 256 threads/row"),
                        ("pipelined", "numba fused pipelined, 128 threads, 2 rows/block")):
     figure(f"nb11_in_flight_kib_{_name}")(lambda k=_kernel: _nb11_in_flight()[k][0])
+
+
+def _nb11_vector_in_flight() -> list[tuple[float, float]]:
+    """(ms, KiB in flight per SM) of every 16-byte shape at 16384 x 4096."""
+    in_flight = _nb11_in_flight()
+    row = next(r for r in committed("reductions_softmax")["rows"] if (r["rows"], r["cols"]) == (16384, 4096))
+    return [(m["median_ms"], in_flight[m["name"]][0]) for m in row["measured"]
+            if m["median_ms"] and m["name"].startswith("numba 16-byte")]
+
+
+figure("nb11_in_flight_kib_vector")(lambda: min(_nb11_vector_in_flight())[1])  # the fastest shape's
+figure("nb11_in_flight_kib_vector_least")(lambda: min(kib for _, kib in _nb11_vector_in_flight()))
+figure("nb11_in_flight_kib_vector_most")(lambda: max(kib for _, kib in _nb11_vector_in_flight()))
 
 
 @figure("nb11_latency_read_rate_us_128")
@@ -986,7 +1022,6 @@ OUTPUTS.update({
     "nb11_pipelined_blocks": r"numba fused pipelined, 128 threads, 2 rows/block\s+\d+ registers,\s+(\d+) blocks/SM",
     "nb11_gbs_64": r"numba fused, 64 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
     "nb11_gbs_128": r"numba fused, 128 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
-    "nb11_gbs_256": r"numba fused, 256 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
     "nb11_latency_printed_128": r"numba fused, 128 threads/row\s+\d+ registers.*?implied latency ([\d.]+) µs",
     "nb12_fused_over_unfused_attention": r"unfused Numba pipeline at L = 4096: yes, ([\d.]+)x",
     "nb12_fused_over_naive_4096": r"naive torch fp32 at L = 4096: no, ([\d.]+)x",

@@ -44,7 +44,8 @@ EXPORTED = [
       "divide_inplace_kernel", "add_scalar_inplace_kernel", "addcdiv_inplace_kernel", "adamw_kernel"]),
 ]
 
-QUOTING = {"13_instruction_efficiency.ipynb": ("helpers/lessons/attention/tiled.py",
+QUOTING = {"11_fusing_through_a_reduction.ipynb": ("helpers/lessons/softmax/vector.py",),
+           "13_instruction_efficiency.ipynb": ("helpers/lessons/attention/tiled.py",
                                               "helpers/lessons/attention/tensor_cores.py")}
 """Notebooks that quote kernels in their prose without exporting cells: the modules the quotes come from."""
 

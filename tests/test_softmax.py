@@ -185,6 +185,18 @@ def test_bytes_in_flight():
         report.bytes_in_flight(unknown)
 
 
+def test_a_16_byte_kernel_counts_float4_loads_and_has_a_column_of_its_own():
+    bench = fake_softmax_record(0.2, 0.22, 0.9)
+    bench.rows[0].measured.append(record.Measured("numba 16-byte, 256 lanes/row, 2 rows/block", 0.15, registers=40,
+                                                  threads_per_block=512))
+    vector = report.bytes_in_flight(bench)[-1]
+    assert (vector.loads_per_thread, vector.load_bytes) == (4, 16)  # 4096 columns / 4 / 256 lanes, float4s
+    assert vector.bytes_in_flight == 132 * resident_blocks_per_sm(40, 512) * 512 * 4 * 16
+    header, line = report.softmax_summary_table(bench).splitlines()
+    assert "best 16-byte" in header and "(256 lanes x 2)" in line
+    assert line.endswith(f"{8 * 16384 * 4096 / 0.15 / 1e6 / 4000:.0%}")  # the fastest Numba kernel's share of the copy
+
+
 def test_records_round_trip_through_json(tmp_path):
     bench = measure.bench_softmax([(3, 33)], repeats=1)
     bench.rows[0].measured[0].median_ms = 0.5  # as if timed

@@ -6,6 +6,7 @@ Lesson 11's attention and lesson 12 read their records the same way: :func:`comm
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -114,6 +115,7 @@ class InFlight:
     loads_per_thread: int  # independent loads a thread can have outstanding at once
     bytes_in_flight: int  # over the whole GPU
     achieved_gbs: float
+    load_bytes: int = 4  # per load: a float, or a float4 for the 16-byte kernels
 
     @property
     def implied_latency_us(self) -> float:
@@ -121,11 +123,15 @@ class InFlight:
         return self.bytes_in_flight / (self.achieved_gbs * 1e3)
 
 
+_IN_FLIGHT = ("numba fused", "numba 16-byte", "numba online")
+
+
 def bytes_in_flight(record: SoftmaxBench, rows: int = 16384, cols: int = 4096) -> list[InFlight]:
-    """Bytes in flight for each timed fused and online Numba softmax at one shape.
+    """Bytes in flight for each timed fused, 16-byte and online Numba softmax at one shape.
 
     A row-in-registers thread issues all its ``ceil(cols / threads)`` loads before it
-    uses any; an online thread uses each value before its next load, so count one.  The
+    uses any (a 16-byte one its ``ceil(cols / 4 / lanes)`` float4 loads); an online
+    thread uses each value before its next load, so count one.  The
     blocks an SM holds are :func:`helpers.device.resident_blocks_per_sm`'s (this GPU's
     limits; the H200's in the simulator).
     """
@@ -137,13 +143,18 @@ def bytes_in_flight(record: SoftmaxBench, rows: int = 16384, cols: int = 4096) -
         if (row.rows, row.cols) != (rows, cols):
             continue
         for m in row.measured:
-            if m.median_ms is None or not m.registers or not m.name.startswith(("numba fused", "numba online")):
+            if m.median_ms is None or not m.registers or not m.name.startswith(_IN_FLIGHT):
                 continue
             t = m.threads_per_block
-            loads = -(-cols // t) if m.name.startswith("numba fused") else 1
+            vector = re.match(r"numba 16-byte, (\d+) lanes/row", m.name)
+            width = 16 if vector else 4
+            if vector:  # float4s: a quarter as many loads, each four times as wide
+                loads = -(-cols // (4 * int(vector.group(1))))
+            else:
+                loads = -(-cols // t) if m.name.startswith("numba fused") else 1
             blocks = resident_blocks_per_sm(m.registers, t)
-            out.append(InFlight(m.name, t, m.registers, blocks, loads, sms * blocks * t * loads * 4,
-                                row.bytes_moved / m.median_ms / 1e6))
+            out.append(InFlight(m.name, t, m.registers, blocks, loads, sms * blocks * t * loads * width,
+                                row.bytes_moved / m.median_ms / 1e6, width))
     return out
 
 
@@ -210,24 +221,30 @@ def plain_log_ticks(ax: Any) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
-LESSON_COLUMNS = ("numba unfused", "numba fused", "torch.softmax", "torch.compile")
-"""What notebook 11 prints at each shape: the unfused Numba kernels, the best fused one, torch.softmax, torch.compile."""
+LESSON_COLUMNS = ("numba unfused", "numba fused", "numba 16-byte", "torch.softmax", "torch.compile")
+"""What notebook 11 prints at each shape: the unfused Numba kernels, the best fused one with a block per row, the best
+16-byte one, torch.softmax and torch.compile."""
 
 
 def softmax_summary_table(record: SoftmaxBench) -> str:
-    """GB/s (x read once, out written once) of the unfused, best fused, torch.softmax and torch.compile softmax, one row a shape.
+    """GB/s (x read once, out written once) of the unfused, best fused, best 16-byte, torch.softmax and torch.compile
+    softmax, one row a shape.
 
-    The best fused is named in its cell; the last column is its share of the device copy's bandwidth.
+    The best fused and 16-byte kernels are named in their cells; the last column is the fastest Numba kernel's share
+    of the device copy's bandwidth.
     """
     rows = []
     for row in record.rows:
         found = [best(row, prefix) for prefix in LESSON_COLUMNS]
         cells = [None if m is None else f"{row.bytes_moved / m.median_ms / 1e6:.0f}" for m in found]
-        fused = found[1]
-        if fused is not None:
-            cells[1] += f" ({fused.name.removeprefix('numba ')})"
-        copy = None if fused is None or not record.copy_ceiling_gbs else \
-            f"{row.bytes_moved / fused.median_ms / 1e6 / record.copy_ceiling_gbs:.0%}"
+        for i, prefix in ((1, "numba fused, "), (2, "numba 16-byte, ")):
+            if found[i] is not None:  # "128 threads/row" -> "128 threads"; "32 lanes/row, 2 rows/block" -> "32 lanes x 2"
+                shape = found[i].name.removeprefix(prefix).replace("/row", "").replace(" rows/block", "")
+                cells[i] += f" ({shape.replace(', ', ' x ')})"
+        numba = best(row, "numba")
+        copy = None if numba is None or not record.copy_ceiling_gbs else \
+            f"{row.bytes_moved / numba.median_ms / 1e6 / record.copy_ceiling_gbs:.0%}"
         rows.append([f"{row.rows} x {row.cols}", *cells, copy])
-    columns = ["M x N (GB/s)", "numba unfused", "best numba fused", "torch.softmax", "torch.compile", "fused/copy"]
-    return table(rows, columns, align="rrlrrr")
+    columns = ["M x N (GB/s)", "numba unfused", "best fused", "best 16-byte", "torch.softmax", "torch.compile",
+               "numba/copy"]
+    return table(rows, columns, align="rrllrrr")
