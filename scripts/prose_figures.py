@@ -963,6 +963,16 @@ def _nb11_attention_ms(length: int, name: str) -> float:
     return next(m["median_ms"] for m in row["measured"] if m["name"] == name)
 
 
+figure("nb12_unfused_ms")(lambda: _nb11_attention_ms(4096, "numba unfused (S, P in memory)"))
+
+
+@figure("nb12_causal_tile_ideal_1024")
+def _nb12_causal_tile_ideal() -> float:
+    """Tiles a causal kernel of 64-row blocks and 64-key tiles computes at L = 1024, against the full kernel's."""
+    blocks = 1024 // 64
+    return blocks * blocks / (blocks * (blocks + 1) / 2)
+
+
 for _length in (4096, 1024):
     figure(f"nb12_causal_speedup_{_length}")(
         lambda n=_length: _nb11_attention_ms(n, "numba fused q64/k64/b4/s2") / _nb11_attention_ms(n, "numba fused causal"))
@@ -1023,6 +1033,7 @@ OUTPUTS.update({
     "nb11_gbs_64": r"numba fused, 64 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
     "nb11_gbs_128": r"numba fused, 128 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
     "nb11_latency_printed_128": r"numba fused, 128 threads/row\s+\d+ registers.*?implied latency ([\d.]+) µs",
+    "nb12_ledger_ratio": r"the ledger's ratio: ([\d.]+)x",
     "nb12_fused_over_unfused_attention": r"unfused Numba pipeline at L = 4096: yes, ([\d.]+)x",
     "nb12_fused_over_naive_4096": r"naive torch fp32 at L = 4096: no, ([\d.]+)x",
     "nb12_fused_over_naive_1024": r"naive torch fp32 at L = 1024: no, ([\d.]+)x",
@@ -1144,6 +1155,9 @@ def _nb13_long(name: str) -> dict:
     return next(m for m in committed("reductions_attention_long")["measured"] if m["name"] == name)
 
 
+figure("nb13_long_memory_gib")(lambda: committed("reductions_attention_long")["device_memory_bytes"] / 2**30)
+figure("nb13_tf32_registers")(lambda: float(_nb13_best(_NB13["tf32"])["registers"]))
+figure("nb13_three_registers")(lambda: float(_nb13_best(_NB13["three"])["registers"]))
 figure("nb13_long_sp_gb")(lambda: committed("reductions_attention_long")["unfused_scratch_bytes"] / 1e9)
 figure("nb13_long_memory_gb")(lambda: committed("reductions_attention_long")["device_memory_bytes"] / 1e9)
 figure("nb13_long_tiled_ms")(lambda: _nb13_long("numba tiled")["median_ms"])
@@ -1155,6 +1169,7 @@ figure("nb13_long_three_error")(lambda: float(_nb13_long("numba 3xTF32 tensor co
 # --- notebook 11: the figures of the rows its short tables leave out (the plots show them) ---------------
 
 figure("nb11_fused128_gbs_big")(lambda: 16384 * 4096 * 8 / _nb11_softmax_ms(16384, 4096, "numba fused, 128 threads/row")[0] / 1e6)
+figure("nb11_fused256_ms_16384")(lambda: _nb11_softmax_ms(16384, 4096, "numba fused, 256 threads/row")[0])
 figure("nb11_online_ms_big")(lambda: _nb11_softmax_ms(16384, 4096, "numba online, 256 threads/row")[0])
 for _name, _impl in (("fused", "numba fused q128/k64/b4/s2"), ("naive", "torch naive fp32 (TF32 off)"),
                      ("sdpa", "torch SDPA efficient fp32")):

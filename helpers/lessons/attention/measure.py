@@ -1,4 +1,4 @@
-"""Lesson 11's attention, measured.
+"""The attention of lessons 12 and 13, measured.
 
 ``attention`` checks every implementation (at an odd length first, against float64 NumPy on two
 heads, relative to the largest output) before timing it beside torch's naive attention and SDPA

@@ -1,6 +1,6 @@
 """What notebook 11 shows of the softmax measurements: the table, the claims, bytes in flight, the figure.
 
-Lesson 11's attention and lesson 12 read their records the same way: :func:`committed_record`,
+The attention lessons (12, 13) and the AdamW one (14) read their records the same way: :func:`committed_record`,
 :func:`best`, :func:`median`, :func:`measurement_table` and :func:`draw` serve all three.
 """
 
