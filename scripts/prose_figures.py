@@ -1162,7 +1162,6 @@ figure("nb13_long_sp_gb")(lambda: committed("reductions_attention_long")["unfuse
 figure("nb13_long_memory_gb")(lambda: committed("reductions_attention_long")["device_memory_bytes"] / 1e9)
 figure("nb13_long_tiled_ms")(lambda: _nb13_long("numba tiled")["median_ms"])
 figure("nb13_long_tf32_ms")(lambda: _nb13_long("numba TF32 tensor cores")["median_ms"])
-figure("nb13_long_tiled_error")(lambda: _nb13_long("numba tiled")["max_rel_err"])
 figure("nb13_long_three_error")(lambda: float(_nb13_long("numba 3xTF32 tensor cores")["note"].rsplit(" ", 1)[1]))
 
 
