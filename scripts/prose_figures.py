@@ -1139,6 +1139,8 @@ def _nb13_sp_bytes() -> float:
     return 4 * 4 * row["batch"] * row["heads"] * 4096 ** 2
 
 
+figure("nb13_sp_floor_bf16_ms")(lambda: _nb13_sp_bytes() / 2 / committed("reductions_softmax")["copy_ceiling_gbs"] / 1e6)
+figure("nb13_tf32_w4k64_ms")(lambda: _nb13_causal("numba TF32 tensor cores w4/k64")["median_ms"])
 figure("nb13_sp_gb")(lambda: _nb13_sp_bytes() / 1e9)
 figure("nb13_copy_gbs")(lambda: committed("reductions_softmax")["copy_ceiling_gbs"])
 figure("nb13_sp_floor_ms")(lambda: _nb13_sp_bytes() / committed("reductions_softmax")["copy_ceiling_gbs"] / 1e6)
