@@ -1,4 +1,4 @@
-"""What notebook 12 shows of the attention measurements: the table, the claims, the figure."""
+"""What notebooks 12 and 13 show of the attention measurements: the tables, the claims, the figures."""
 
 from __future__ import annotations
 
@@ -85,13 +85,10 @@ LESSON_COLUMNS = ("numba fused q", "numba unfused (", "torch naive fp32", "torch
 """What notebook 12 prints at each length: the fastest fused block shape, the unfused pipeline, torch's three."""
 
 
-LESSON_12 = ("numba fused q", "numba unfused (", "torch naive fp32", "torch SDPA")
-"""What notebook 12's figure draws: the one-row fused kernel at each block shape (not causal: half the work), the FP32 unfused pipeline, torch's."""
-
-
 def in_lesson_12(name: str) -> bool:
-    """Whether notebook 12's figure draws the implementation of this name (the others are notebook 13's)."""
-    return name.startswith(LESSON_12)
+    """Whether notebook 12's figure draws the implementation of this name: those of :data:`LESSON_COLUMNS`, at every
+    block shape (not causal: half the work; the tiled and tensor-core kernels are notebook 13's)."""
+    return name.startswith(LESSON_COLUMNS)
 
 
 def attention_summary_table(record: AttentionBench) -> str:
