@@ -1122,15 +1122,10 @@ for _key, _over, _under in (("tiled_over_naive", "naive", "tiled"), ("tf32_over_
     figure(f"nb13_{_key}")(lambda o=_NB13[_over], u=_NB13[_under]: _nb13_best(o)["median_ms"] / _nb13_best(u)["median_ms"])
 
 
-def _nb13_causal(name: str) -> dict:
-    row = next(r for r in committed("reductions_attention")["rows"] if r["length"] == 4096)
-    return next(m for m in row["measured"] if m["name"] == name)
-
-
-figure("nb13_tiled_causal_ms")(lambda: _nb13_causal("numba tiled causal")["median_ms"])
+figure("nb13_tiled_causal_ms")(lambda: _nb11_attention_ms(4096, "numba tiled causal"))
 figure("nb13_tiled_causal_speedup")(lambda: _nb13_best(_NB13["tiled"])["median_ms"]
-                                    / _nb13_causal("numba tiled causal")["median_ms"])
-figure("nb13_tiled_causal_tflops")(lambda: _nb13_flops(causal=True) / _nb13_causal("numba tiled causal")["median_ms"] / 1e9)
+                                    / _nb11_attention_ms(4096, "numba tiled causal"))
+figure("nb13_tiled_causal_tflops")(lambda: _nb13_flops(causal=True) / _nb11_attention_ms(4096, "numba tiled causal") / 1e9)
 
 
 def _nb13_sp_bytes() -> float:
@@ -1139,14 +1134,18 @@ def _nb13_sp_bytes() -> float:
     return 4 * 4 * row["batch"] * row["heads"] * 4096 ** 2
 
 
-figure("nb13_sp_floor_bf16_ms")(lambda: _nb13_sp_bytes() / 2 / committed("reductions_softmax")["copy_ceiling_gbs"] / 1e6)
-figure("nb13_tf32_w4k64_ms")(lambda: _nb13_causal("numba TF32 tensor cores w4/k64")["median_ms"])
+def _nb13_sp_floor_ms() -> float:
+    """The time S and P's float32 bytes take at the device copy's rate."""
+    return _nb13_sp_bytes() / _nb11_copy_gbs() / 1e6
+
+
+figure("nb13_sp_floor_bf16_ms")(lambda: _nb13_sp_floor_ms() / 2)  # bf16: half the bytes
+figure("nb13_tf32_w4k64_ms")(lambda: _nb11_attention_ms(4096, "numba TF32 tensor cores w4/k64"))
 figure("nb13_sp_gb")(lambda: _nb13_sp_bytes() / 1e9)
-figure("nb13_copy_gbs")(lambda: committed("reductions_softmax")["copy_ceiling_gbs"])
-figure("nb13_sp_floor_ms")(lambda: _nb13_sp_bytes() / committed("reductions_softmax")["copy_ceiling_gbs"] / 1e6)
+figure("nb13_copy_gbs")(_nb11_copy_gbs)
+figure("nb13_sp_floor_ms")(_nb13_sp_floor_ms)
 for _key in ("naive", "naive_tf32"):
-    figure(f"nb13_sp_share_{_key}")(lambda p=_NB13[_key]: 100 * _nb13_sp_bytes() / committed("reductions_softmax")[
-        "copy_ceiling_gbs"] / 1e6 / _nb13_best(p)["median_ms"])
+    figure(f"nb13_sp_share_{_key}")(lambda p=_NB13[_key]: 100 * _nb13_sp_floor_ms() / _nb13_best(p)["median_ms"])
 for _key, _unfused, _fused in (("fp32", "numba unfused fp32", "numba tiled fp32"),
                                ("tf32", "numba unfused TF32", "numba TF32 tensor cores")):
     figure(f"nb13_dram_ratio_{_key}")(lambda u=_unfused, f=_fused: committed("reductions_attention_ncu")["pipelines"][u]
