@@ -353,6 +353,10 @@ def _ncu_launches(mode: str) -> list[dict]:
     return committed("ncu_dram")["modes"][mode]["launches"]
 
 
+def _ncu_launch(mode: str, n: int, kernel: str) -> dict:
+    return next(r for r in _ncu_launches(mode) if r["n"] == n and r["kernel"] == kernel)
+
+
 def _flushed_write_shortfalls_mb(from_n: int = 2**24) -> list[float]:
     """Counted minus ncu-measured DRAM writes per launch, L2 flushed before each kernel, arrays of at least from_n."""
     return [(r["ledger_bytes_written"] - r["ncu_dram_bytes_written"]) / 1e6 for r in _ncu_launches("all")
@@ -361,7 +365,7 @@ def _flushed_write_shortfalls_mb(from_n: int = 2**24) -> list[float]:
 
 @figure("nb04_fused_2_22_kept_mb")
 def _nb04_fused_2_22_kept() -> float:
-    r = next(r for r in _ncu_launches("none") if r["n"] == 2**22 and r["kernel"] == "fused_kernel")
+    r = _ncu_launch("none", 2**22, "fused_kernel")
     return (r["ncu_dram_bytes_read"] + r["ncu_dram_bytes_written"]) / 1e6
 
 
@@ -377,7 +381,7 @@ def _nb04_short_2_28_pct() -> float:
 
 @figure("nb04_add_2_24_flushed_write_short_mb")
 def _nb04_add_2_24_short() -> float:
-    r = next(r for r in _ncu_launches("all") if r["n"] == 2**24 and r["kernel"] == "add_kernel")
+    r = _ncu_launch("all", 2**24, "add_kernel")
     return (r["ledger_bytes_written"] - r["ncu_dram_bytes_written"]) / 1e6
 
 
@@ -402,6 +406,21 @@ for _name, _kernel in [("nb04_three_point_ratio", "three_point_interior"),
 def _nb04_block_max_extra() -> float:
     r = _corpus_launch("block_max")
     return (r["ncu_dram_bytes_written"] - r["ledger_bytes_written"]) / 1e6
+
+
+figure("nb04_block_max_count_write_mb")(lambda: _corpus_launch("block_max")["ledger_bytes_written"] / 1e6)
+figure("nb04_l2_mib")(lambda: committed("ncu_dram")["l2_cache_bytes"] / 2**20)
+
+
+@figure("nb04_fused_2_22_count_mb")
+def _nb04_fused_2_22_count() -> float:
+    r = _ncu_launch("none", 2**22, "fused_kernel")
+    return (r["ledger_bytes_read"] + r["ledger_bytes_written"]) / 1e6
+
+
+@figure("nb04_add_2_24_count_write_mb")
+def _nb04_add_2_24_count() -> float:
+    return _ncu_launch("all", 2**24, "add_kernel")["ledger_bytes_written"] / 1e6
 
 # --- notebook 05 ---------------------------------------------------------------------------
 # (the sweep, results/h200/bench_sweep.json, and the notebook's own printed lines)
@@ -508,6 +527,10 @@ def _nb07_pct_best(name: str) -> float:
     row = _roofline_row()
     entry = row["variants"][name] if name in row["variants"] else row[name]
     return 100 * entry["gbs"] / _best_3to1_at(row)
+
+
+for _kernel in ("naive", "grid_stride", "ilp4"):  # registers of the kernels as timed (the committed run's count)
+    figure(f"nb07_{_kernel}_registers")(lambda k=_kernel: float(_roofline_row()["variants"][k]["registers"]))
 
 
 @figure("nb07_naive_pct_bound")
@@ -874,16 +897,10 @@ def _nb11_pct_copy(rows: int, cols: int, ms: float) -> float:
     return 100 * rows * cols * 8 / ms / 1e6 / committed("reductions_softmax")["copy_ceiling_gbs"]
 
 
-for _rows, _cols in NB11_SHAPES:
-    figure(f"nb11_vector_ms_{_rows}x{_cols}")(lambda r=_rows, c=_cols: _nb11_vector_ms(r, c))
-    figure(f"nb11_compile_ms_{_rows}x{_cols}")(lambda r=_rows, c=_cols: _nb11_softmax_ms(r, c, "torch.compile(naive)")[0])
+figure("nb11_vector_ms_16384x4096")(lambda: _nb11_vector_ms(16384, 4096))
 for _rows, _cols in NB11_SHAPES[:2]:
     figure(f"nb11_vector_pct_copy_{_rows}x{_cols}")(lambda r=_rows, c=_cols: _nb11_pct_copy(r, c, _nb11_vector_ms(r, c)))
 figure("nb11_best_pct_copy_4096x1024")(lambda: _nb11_pct_copy(4096, 1024, min(_nb11_softmax_ms(4096, 1024, prefix=""))))
-figure("nb11_vector_us_4096x1024")(lambda: 1e3 * _nb11_vector_ms(4096, 1024))
-figure("nb11_vector_slowest_ms_16384x4096")(lambda: max(_nb11_softmax_ms(16384, 4096, prefix="numba 16-byte")))
-figure("nb11_vector_over_unfused_big")(
-    lambda: _nb11_softmax_ms(16384, 4096, "numba unfused (4 kernels)")[0] / _nb11_vector_ms(16384, 4096))
 
 
 def _nb11_vector_over_torch() -> list[float]:
@@ -894,10 +911,9 @@ def _nb11_vector_over_torch() -> list[float]:
 figure("nb11_vector_over_torch_min")(lambda: min(_nb11_vector_over_torch()))
 figure("nb11_vector_over_torch_max")(lambda: max(_nb11_vector_over_torch()))
 
-for _rows in (16384, 4096):
-    figure(f"nb11_pipelined_min_ms_{_rows}")(lambda r=_rows: min(_nb11_softmax_ms(r, 4096, prefix="numba fused pipelined")))
-    figure(f"nb11_pipelined_max_ms_{_rows}")(lambda r=_rows: max(_nb11_softmax_ms(r, 4096, prefix="numba fused pipelined")))
-    figure(f"nb11_fused128_ms_{_rows}")(lambda r=_rows: _nb11_softmax_ms(r, 4096, "numba fused, 128 threads/row")[0])
+figure("nb11_pipelined_min_ms_16384")(lambda: min(_nb11_softmax_ms(16384, 4096, prefix="numba fused pipelined")))
+figure("nb11_pipelined_max_ms_16384")(lambda: max(_nb11_softmax_ms(16384, 4096, prefix="numba fused pipelined")))
+figure("nb11_fused128_ms_16384")(lambda: _nb11_softmax_ms(16384, 4096, "numba fused, 128 threads/row")[0])
 
 
 @figure("nb11_copy_gbs")
@@ -921,8 +937,8 @@ def _nb11_unfused_real_gbs() -> float:
     return 16384 * 4096 * _nb11_unfused_bytes_per_element(4096) / _nb11_softmax_ms(16384, 4096, "numba unfused (4 kernels)")[0] / 1e6
 
 
-def _nb11_in_flight() -> dict[str, tuple[float, float]]:
-    """KiB of loads in flight per SM and the implied latency by notebook 10's definition (read rate, µs)."""
+def _nb11_in_flight() -> dict[str, float]:
+    """KiB of loads in flight per SM, by kernel name."""
     # imported here, not at the top: this block is the only user of the lesson's own count
     from helpers import results
     from helpers.lessons.softmax import report
@@ -930,32 +946,30 @@ def _nb11_in_flight() -> dict[str, tuple[float, float]]:
 
     record = results.load(SoftmaxBench)
     sms = record.provenance.sm_count
-    return {f.name: (f.bytes_in_flight / sms / 1024, f.bytes_in_flight / (f.achieved_gbs / 2 * 1e3))
-            for f in report.bytes_in_flight(record)}
+    return {f.name: f.bytes_in_flight / sms / 1024 for f in report.bytes_in_flight(record)}
 
 
 for _name, _kernel in (("64", "numba fused, 64 threads/row"), ("128", "numba fused, 128 threads/row"),
                        ("256", "numba fused, 256 threads/row"), ("online", "numba online, 256 threads/row"),
                        ("pipelined", "numba fused pipelined, 128 threads, 2 rows/block")):
-    figure(f"nb11_in_flight_kib_{_name}")(lambda k=_kernel: _nb11_in_flight()[k][0])
+    figure(f"nb11_in_flight_kib_{_name}")(lambda k=_kernel: _nb11_in_flight()[k])
 
 
 def _nb11_vector_in_flight() -> list[tuple[float, float]]:
     """(ms, KiB in flight per SM) of every 16-byte shape at 16384 x 4096."""
     in_flight = _nb11_in_flight()
     row = next(r for r in committed("reductions_softmax")["rows"] if (r["rows"], r["cols"]) == (16384, 4096))
-    return [(m["median_ms"], in_flight[m["name"]][0]) for m in row["measured"]
+    return [(m["median_ms"], in_flight[m["name"]]) for m in row["measured"]
             if m["median_ms"] and m["name"].startswith("numba 16-byte")]
 
 
-figure("nb11_in_flight_kib_vector")(lambda: min(_nb11_vector_in_flight())[1])  # the fastest shape's
 figure("nb11_in_flight_kib_vector_least")(lambda: min(kib for _, kib in _nb11_vector_in_flight()))
 figure("nb11_in_flight_kib_vector_most")(lambda: max(kib for _, kib in _nb11_vector_in_flight()))
-
-
-@figure("nb11_latency_read_rate_us_128")
-def _nb11_latency_128() -> float:
-    return _nb11_in_flight()["numba fused, 128 threads/row"][1]
+figure("nb11_vector_slowest_ms_16384x4096")(lambda: max(_nb11_softmax_ms(16384, 4096, prefix="numba 16-byte")))
+figure("nb11_in_flight_kib_pipelined64")(lambda: _nb11_in_flight()["numba fused pipelined, 64 threads, 4 rows/block"])
+figure("nb11_fused64_ms_16384")(lambda: _nb11_softmax_ms(16384, 4096, "numba fused, 64 threads/row")[0])
+figure("nb11_same_size_copy_gbs_4096x1024")(  # the committed sweep's device copy of 4096 x 1024 floats, L2 flushed
+    lambda: 8 * 4096 * 1024 / _sweep_row("device copy", "gpu_cold", 4096 * 1024)["median_ms"] / 1e6)
 
 
 def _nb11_attention_ms(length: int, name: str) -> float:
@@ -1030,9 +1044,6 @@ OUTPUTS.update({
     "nb11_fused_over_unfused_big": r"four Numba kernels at 16384 x 4096: yes, ([\d.]+)x",
     "nb11_pipelined_registers": r"numba fused pipelined, 128 threads, 2 rows/block\s+(\d+) registers",
     "nb11_pipelined_blocks": r"numba fused pipelined, 128 threads, 2 rows/block\s+\d+ registers,\s+(\d+) blocks/SM",
-    "nb11_gbs_64": r"numba fused, 64 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
-    "nb11_gbs_128": r"numba fused, 128 threads/row\s+\d+ registers.*?MiB in flight,\s+(\d+) GB/s",
-    "nb11_latency_printed_128": r"numba fused, 128 threads/row\s+\d+ registers.*?implied latency ([\d.]+) µs",
     "nb12_ledger_ratio": r"the ledger's ratio: ([\d.]+)x",
     "nb12_fused_over_unfused_attention": r"unfused Numba pipeline at L = 4096: yes, ([\d.]+)x",
     "nb12_fused_over_naive_4096": r"naive torch fp32 at L = 4096: no, ([\d.]+)x",
@@ -1117,8 +1128,7 @@ figure("nb13_tiled_pct_sgemm")(lambda: 100 * _nb13_flops() / _nb13_best(_NB13["t
                                / committed("reductions_attention")["sgemm_fp32_flops"])
 for _key, _over, _under in (("tiled_over_naive", "naive", "tiled"), ("tf32_over_naive_tf32", "naive_tf32", "tf32"),
                             ("three_over_efficient", "efficient", "three"), ("flash_over_bf16", "bf16", "flash"),
-                            ("fp32_fusion", "unfused", "tiled"), ("tf32_fusion", "unfused_tf32", "tf32"),
-                            ("unfused_tf32_over_torch", "unfused_tf32", "naive_tf32")):
+                            ("fp32_fusion", "unfused", "tiled"), ("tf32_fusion", "unfused_tf32", "tf32")):
     figure(f"nb13_{_key}")(lambda o=_NB13[_over], u=_NB13[_under]: _nb13_best(o)["median_ms"] / _nb13_best(u)["median_ms"])
 
 
@@ -1157,8 +1167,6 @@ def _nb13_long(name: str) -> dict:
 
 
 figure("nb13_long_memory_gib")(lambda: committed("reductions_attention_long")["device_memory_bytes"] / 2**30)
-figure("nb13_tf32_registers")(lambda: float(_nb13_best(_NB13["tf32"])["registers"]))
-figure("nb13_three_registers")(lambda: float(_nb13_best(_NB13["three"])["registers"]))
 figure("nb13_long_sp_gb")(lambda: committed("reductions_attention_long")["unfused_scratch_bytes"] / 1e9)
 figure("nb13_long_memory_gb")(lambda: committed("reductions_attention_long")["device_memory_bytes"] / 1e9)
 figure("nb13_long_tiled_ms")(lambda: _nb13_long("numba tiled")["median_ms"])
