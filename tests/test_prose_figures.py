@@ -1,7 +1,7 @@
 """Every measured figure quoted in a lesson's markdown agrees with the committed data it cites.
 
 Markers (see ``scripts/prose_figures.py``) tie each quoted number to a committed result or
-to the notebook's own outputs; in the lessons this file owns, a number with a unit
+to the notebook's own outputs; in every lesson, a number with a unit
 of time, bandwidth, percent or ratio must carry one.
 """
 
@@ -18,8 +18,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import prose_figures as prose  # noqa: E402  (a docs check in scripts/, like import_graph.py)
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-# Lessons whose prose is checked for unmarked figures (the others are checked only where marked).
-STRICT = ("01_", "02_", "03_", "04_", "05_", "06_", "07_", "08_", "09_", "10_", "11_", "12_")
 # Figures that are not measurements: predictions from the counts, and rules of thumb.
 CONSTANTS = ("2×", "2.0×", "3×", "100%", "0%", "25%", "10%", "3%",
              "64 GB/s", "900 GB/s", "450 GB/s")  # the last three: link datasheet figures (notebook 08)
@@ -31,8 +29,9 @@ def test_quoted_figures_agree_with_their_data(path):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name.startswith(STRICT)], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_measured_figures_in_prose_are_marked(path):
+    """Every lesson: a number with a unit of time, bandwidth, percent or ratio carries a marker."""
     nb = nbformat.read(path, as_version=4)
     unmarked = [f"c{i}: {f!r}" for i, cell in enumerate(nb.cells) if cell.cell_type == "markdown"
                 for f in prose.unmarked_figures(cell.source, CONSTANTS)]
