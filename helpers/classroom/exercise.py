@@ -7,7 +7,7 @@ grading engine (:mod:`helpers.classroom.grading`) runs any of them the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -64,6 +64,11 @@ def scalar(rng: np.random.Generator, low: float, high: float) -> np.float32:
 def f64(x: Any) -> Any:
     """An array as float64 (a number as a Python float), for reference arithmetic."""
     return np.asarray(x, dtype=np.float64) if isinstance(x, np.ndarray) else float(x)
+
+
+def in_float64(v: Inputs, names: Sequence[str]) -> list[Any]:
+    """The inputs ``names``, in that order, as float64 (see :func:`f64`)."""
+    return [f64(v[k]) for k in names]
 
 
 def alt(fn: Callable[[Inputs], np.ndarray], name: str = "out") -> Callable[[Inputs], dict[str, np.ndarray]]:

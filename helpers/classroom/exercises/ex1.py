@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..exercise import Alternative, Exercise, Expected, Inputs, alt, f64, signed
+from ..exercise import Alternative, Exercise, Expected, Inputs, alt, in_float64, signed
 
 
 def _draw_1(n: int, rng: np.random.Generator) -> Inputs:
@@ -14,7 +14,7 @@ def _draw_1(n: int, rng: np.random.Generator) -> Inputs:
 
 
 def _expect_1(v: Inputs) -> Expected:
-    a, x, y = f64(v["a"]), f64(v["x"]), f64(v["y"])
+    a, x, y = in_float64(v, ("a", "x", "y"))
     return {"out": (np.maximum(a * x + y, 0.0), np.abs(a * x) + np.abs(y))}
 
 

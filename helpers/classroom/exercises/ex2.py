@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..exercise import Alternative, Exercise, Expected, Inputs, alt, f64, scalar, signed
+from ..exercise import Alternative, Exercise, Expected, Inputs, alt, in_float64, scalar, signed
 
 
 def _draw_2(n: int, rng: np.random.Generator) -> Inputs:
@@ -19,7 +19,7 @@ def _draw_2(n: int, rng: np.random.Generator) -> Inputs:
 
 
 def _expect_2(v: Inputs) -> Expected:
-    x, m, s, g, b = (f64(v[k]) for k in ("x", "mean", "inv_std", "gamma", "beta"))
+    x, m, s, g, b = in_float64(v, ("x", "mean", "inv_std", "gamma", "beta"))
     scale = (np.abs(x) + abs(m)) * s * np.abs(g) + np.abs(b)
     return {"out": ((x - m) * s * g + b, scale)}
 

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..exercise import Alternative, Exercise, Expected, Inputs, f64, scalar, signed
+from ..exercise import Alternative, Exercise, Expected, Inputs, in_float64, scalar, signed
 
 
 def _draw_3(n: int, rng: np.random.Generator) -> Inputs:
@@ -20,6 +20,9 @@ def _draw_3(n: int, rng: np.random.Generator) -> Inputs:
     }
 
 
+ARGS = ("param", "grad", "velocity", "lr", "momentum", "weight_decay")
+
+
 def _sgd(p: Any, g: Any, v: Any, lr: float, mu: float, wd: float) -> tuple[Any, Any]:
     velocity = mu * v + (g + wd * p)
     return p - lr * velocity, velocity
@@ -31,7 +34,7 @@ def _step(p: Any, lr: float, velocity: Any) -> tuple[Any, Any]:
 
 
 def _expect_3(v: Inputs) -> Expected:
-    p, g, vel, lr, mu, wd = (f64(v[k]) for k in ("param", "grad", "velocity", "lr", "momentum", "weight_decay"))
+    p, g, vel, lr, mu, wd = in_float64(v, ARGS)
     new_p, new_v = _sgd(p, g, vel, lr, mu, wd)
     v_scale = np.abs(mu * vel) + np.abs(g) + np.abs(wd * p)
     return {"param": (new_p, np.abs(p) + lr * v_scale), "velocity": (new_v, v_scale)}
@@ -39,7 +42,7 @@ def _expect_3(v: Inputs) -> Expected:
 
 def _alt_3(update: Callable[..., tuple[Any, Any]]) -> Callable[[Inputs], dict[str, np.ndarray]]:
     def outputs(v: Inputs) -> dict[str, np.ndarray]:
-        p, g, vel, lr, mu, wd = (f64(v[k]) for k in ("param", "grad", "velocity", "lr", "momentum", "weight_decay"))
+        p, g, vel, lr, mu, wd = in_float64(v, ARGS)
         new_p, new_v = update(p, g, vel, lr, mu, wd)
         return {"param": new_p, "velocity": new_v}
 
@@ -51,7 +54,7 @@ EXERCISE = Exercise(
     title="SGD with momentum",
     unfused="sgd_momentum_step_unfused",
     function="sgd_momentum_step",
-    args=("param", "grad", "velocity", "lr", "momentum", "weight_decay"),
+    args=ARGS,
     outputs=(),
     in_place=("param", "velocity"),
     draw=_draw_3,

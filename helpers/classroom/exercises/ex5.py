@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..exercise import Alternative, Exercise, Expected, Inputs, f64, scalar, signed
+from ..exercise import Alternative, Exercise, Expected, Inputs, in_float64, scalar, signed
 
 NAMES = ("param", "grad", "m", "v", "lr", "beta1", "beta2", "eps", "weight_decay", "step")
 
@@ -51,7 +51,7 @@ def adamw(p: Any, g: Any, m: Any, v: Any, lr: float, b1: float, b2: float, eps: 
 
 
 def _values(v: Inputs) -> list[Any]:
-    return [f64(v[k]) for k in NAMES]
+    return in_float64(v, NAMES)
 
 
 def _expect(v: Inputs) -> Expected:
