@@ -211,10 +211,36 @@ def test_prediction_2_is_compared_with_the_measured_ledger(capsys):
         grading.check_prediction_2(three_kernel_normalize, unfused_trips=3, unfused_bytes_per_element=40,
                                    fused_trips=1, fused_bytes_per_element=20)
     message = str(failure.value)
-    assert "you predicted 3 trips for the 3 kernels; the ledger counted 6" in message
-    assert "you predicted 40 bytes per element" in message and "`mean` and `inv_std` are numbers" in message
-    assert "you predicted 1 trips for one fused kernel; it needs 2" in message
-    assert "you predicted 20 bytes per element fused" in message
+    assert "3 trips for the 3 kernels is too few" in message
+    assert "40 bytes per element for the 3 kernels is too many" in message
+    assert "`mean` and `inv_std` are numbers" in message
+    assert "1 trips for one fused kernel is too few" in message
+    assert "20 bytes per element fused is too many" in message
+    assert _numbers_in(message).isdisjoint({"6", "32", "2", "16"})  # the right answers are not given away
+
+
+def _numbers_in(message: str) -> set[str]:
+    """The numbers a message states (not the digits inside a word such as float32)."""
+    return set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", message))
+
+
+@pytest.mark.parametrize("number, check, given, right", [
+    (2, "check_prediction_2", "three", (6, 32, 2, 16)),
+    (5, "check_prediction_5", "adamw_step_unfused", (8, 48, 2, 28)),
+])
+def test_no_wrong_prediction_is_told_the_right_answer(number, check, given, right):
+    """Each prediction wrong in turn, by one below and one above: the message says which way, never the answer."""
+    unfused = three_kernel_normalize if given == "three" else getattr(reference.reference_module(number), given)
+    names = ("unfused_trips", "unfused_bytes_per_element", "fused_trips", "fused_bytes_per_element")
+    for k, name in enumerate(names):
+        for delta, way in ((-1, "too few"), (+4, "too many")):
+            predicted = dict(zip(names, right))
+            predicted[name] = right[k] + delta
+            with pytest.raises(CheckFailed) as failure:
+                getattr(grading, check)(unfused, **predicted)
+            message = str(failure.value)
+            assert f"{right[k] + delta} " in message and way in message, message
+            assert str(right[k]) not in _numbers_in(message) - {str(v) for v in predicted.values()}, message
 
 
 def test_a_prediction_about_a_fused_function_asks_for_the_given_pipeline():
@@ -241,6 +267,10 @@ def test_prediction_4(capsys):
         grading.check_prediction_4(minimal_trips=5, minimal_bytes_per_element=12)
     with pytest.raises(CheckFailed, match="does not match your trips"):
         grading.check_prediction_4(minimal_trips=3, minimal_bytes_per_element=16)
+    with pytest.raises(CheckFailed) as failure:  # bytes that follow from wrong trips are not a second mistake
+        grading.check_prediction_4(minimal_trips=2, minimal_bytes_per_element=8)
+    assert "8 bytes per element follows from your 2 trips" in str(failure.value)
+    assert "does not match" not in str(failure.value)
 
 
 # --- promises pinned: fresh inputs on every call, and the sizes tried ---------------------------
@@ -397,9 +427,10 @@ def test_prediction_5_counts_the_given_launches(capsys):
         grading.check_prediction_5(module.adamw_step_unfused, unfused_trips=8, unfused_bytes_per_element=40,
                                    fused_trips=2, fused_bytes_per_element=32)
     message = str(failure.value)
-    assert "you predicted 40 bytes per element for the 4 kernels; the ledger counted 48" in message
+    assert "40 bytes per element for the 4 kernels is too few" in message
     assert "`lr`, `beta1`, `beta2`, `eps`, `weight_decay` and `step` are numbers" in message
-    assert "you predicted 32 bytes per element fused" in message
+    assert "32 bytes per element fused is too many" in message
+    assert _numbers_in(message).isdisjoint({"48", "28"})
 
 
 # --- verdicts that must not depend on the size or the backend ---------------------------
@@ -491,11 +522,13 @@ def test_a_prediction_that_is_not_a_finite_number_is_refused():
                                    fused_trips=float("nan"), fused_bytes_per_element=16)
     with pytest.raises(CheckFailed, match="should be a number"):
         grading.check_prediction_4(minimal_trips=np.complex64(3), minimal_bytes_per_element=12)
+    with pytest.raises(CheckFailed, match=r"`minimal_trips` has 401 digits: a prediction is a number"):
+        grading.check_prediction_4(minimal_trips=10**400, minimal_bytes_per_element=12)
 
 
 def test_an_over_predicted_trip_count_is_refused():
     """Predicting more trips than the ledger counts is as wrong as predicting fewer."""
-    with pytest.raises(CheckFailed, match="you predicted 20 trips for the 3 kernels; the ledger counted 6"):
+    with pytest.raises(CheckFailed, match="20 trips for the 3 kernels is too many"):
         grading.check_prediction_2(three_kernel_normalize, unfused_trips=20, unfused_bytes_per_element=32,
                                    fused_trips=2, fused_bytes_per_element=16)
 

@@ -598,8 +598,18 @@ def _require_numbers(predictions: Mapping[str, Any]) -> None:
         if (value is None or value is Ellipsis or isinstance(value, (bool, np.bool_, complex, np.complexfloating))
                 or not isinstance(value, (int, float, np.number))):
             raise CheckFailed(f"`{name}` should be a number (your prediction), got {value!r}")
-        if not math.isfinite(value):
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an int past float's range
+            raise CheckFailed(f"`{name}` has {len(str(abs(value)))} digits: a prediction is a number of trips or "
+                              "bytes, not that large") from None
+        if not finite:
             raise CheckFailed(f"`{name}` is {value!r}: a prediction is a finite number of trips or bytes")
+
+
+def _off_by(predicted: float, actual: float) -> str:
+    """How a wrong prediction is off, without the right number: a graded answer is not given away."""
+    return "too few" if predicted < actual else "too many"
 
 
 def _measure(exercise: Exercise, fn: Callable[..., Any], n: int, name: str) -> tuple[Ledger, int, float]:
@@ -640,24 +650,25 @@ def _check_prediction(exercise: Exercise, unfused: Callable[..., Any], unfused_t
     problems = []
     if unfused_trips != trips:
         problems.append(
-            f"you predicted {unfused_trips} trips for the {launches} kernels; the ledger counted {trips}: "
-            "each launch makes one trip to read its inputs and one to write its output"
+            f"{unfused_trips} trips for the {launches} kernels is {_off_by(unfused_trips, trips)}: count, "
+            "launch by launch, one trip to read its inputs and one to write its output"
         )
     if not math.isclose(unfused_bytes_per_element, per_element):
         problems.append(
-            f"you predicted {unfused_bytes_per_element} bytes per element for the {launches} kernels; the "
-            f"ledger counted {_num(per_element)}: add 4 bytes (float32) for every array element each "
-            f"kernel reads or writes; {_names(numbers)} {'is a number' if len(numbers) == 1 else 'are numbers'}, "
+            f"{unfused_bytes_per_element} bytes per element for the {launches} kernels is "
+            f"{_off_by(unfused_bytes_per_element, per_element)}: add 4 bytes (float32) for every array element "
+            f"each kernel reads or writes; {_names(numbers)} {'is a number' if len(numbers) == 1 else 'are numbers'}, "
             "passed with the launch, and cost nothing"
         )
     if fused_trips != exercise.trips:
         problems.append(
-            f"you predicted {fused_trips} trips for one fused kernel; it needs {exercise.trips}: one to "
-            "read its inputs, one to write its outputs"
+            f"{fused_trips} trips for one fused kernel is {_off_by(fused_trips, exercise.trips)}: how often must "
+            "one kernel go to memory to read its inputs, and how often to write its outputs?"
         )
     if not math.isclose(fused_bytes_per_element, exercise.bytes_per_element):
         problems.append(
-            f"you predicted {fused_bytes_per_element} bytes per element fused; which arrays must still be "
+            f"{fused_bytes_per_element} bytes per element fused is "
+            f"{_off_by(fused_bytes_per_element, exercise.bytes_per_element)}: which arrays must still be "
             "read from memory, and which written, once the intermediates stay in registers?"
         )
     if problems:
@@ -698,7 +709,10 @@ def check_prediction_4(*, minimal_trips: Any, minimal_bytes_per_element: Any) ->
             f"{minimal_trips} trips is more than needed: finding the maximum does not need an array of "
             "|x| in memory; keep a running maximum (one number) instead"
         )
-    if not math.isclose(minimal_bytes_per_element, EXERCISE_4.bytes_per_element):
+    if math.isclose(minimal_bytes_per_element, 4 * minimal_trips) and minimal_trips != EXERCISE_4.trips:
+        problems.append(f"{minimal_bytes_per_element} bytes per element follows from your {minimal_trips} trips "
+                        "(4 bytes each): it changes with them")
+    elif not math.isclose(minimal_bytes_per_element, EXERCISE_4.bytes_per_element):
         problems.append(
             f"{minimal_bytes_per_element} bytes per element does not match your trips: count 4 bytes "
             "(float32) for each trip over an n-element array; the maximum is a single number and "
