@@ -594,22 +594,28 @@ def check_exercise_5(adamw_step: Callable[..., Any], *, sizes: Sequence[int] | N
 
 
 def _require_numbers(predictions: Mapping[str, Any]) -> None:
+    """Each prediction is a finite, non-negative int or float; a trip count is also a whole number."""
     for name, value in predictions.items():
-        if (value is None or value is Ellipsis or isinstance(value, (bool, np.bool_, complex, np.complexfloating))
+        if (isinstance(value, (bool, np.bool_, complex, np.complexfloating, np.timedelta64, np.datetime64))
                 or not isinstance(value, (int, float, np.number))):
-            raise CheckFailed(f"`{name}` should be a number (your prediction), got {value!r}")
-        try:
-            finite = math.isfinite(value)
-        except OverflowError:  # an int past float's range
-            raise CheckFailed(f"`{name}` has {len(str(abs(value)))} digits: a prediction is a number of trips or "
-                              "bytes, not that large") from None
-        if not finite:
+            raise CheckFailed(f"`{name}` should be an int or a float (your prediction), got {value!r}")
+        if isinstance(value, int) and value.bit_length() > 1024:  # past float's range (str() may refuse it)
+            raise CheckFailed(f"`{name}` is larger than any float: a prediction is a number of trips or bytes")
+        if not math.isfinite(value):
             raise CheckFailed(f"`{name}` is {value!r}: a prediction is a finite number of trips or bytes")
+        if value < 0:
+            raise CheckFailed(f"`{name}` is {value!r}: trips and bytes are never negative")
+        if name.endswith("trips") and value != int(value):
+            raise CheckFailed(f"`{name}` is {value!r}: a trip count is a whole number")
 
 
 def _off_by(predicted: float, actual: float) -> str:
     """How a wrong prediction is off, without the right number: a graded answer is not given away."""
     return "too few" if predicted < actual else "too many"
+
+
+def _trips(n: float) -> str:
+    return f"{_num(n)} trip" if n == 1 else f"{_num(n)} trips"
 
 
 def _measure(exercise: Exercise, fn: Callable[..., Any], n: int, name: str) -> tuple[Ledger, int, float]:
@@ -650,26 +656,27 @@ def _check_prediction(exercise: Exercise, unfused: Callable[..., Any], unfused_t
     problems = []
     if unfused_trips != trips:
         problems.append(
-            f"{unfused_trips} trips for the {launches} kernels is {_off_by(unfused_trips, trips)}: count, "
-            "launch by launch, one trip to read its inputs and one to write its output"
+            f"{_trips(unfused_trips)} for the given kernels is {_off_by(unfused_trips, trips)}: count as the "
+            "ledger does, launch by launch: does it read arrays (one trip), does it write one (another)?"
         )
     if not math.isclose(unfused_bytes_per_element, per_element):
         problems.append(
-            f"{unfused_bytes_per_element} bytes per element for the {launches} kernels is "
-            f"{_off_by(unfused_bytes_per_element, per_element)}: add 4 bytes (float32) for every array element "
-            f"each kernel reads or writes; {_names(numbers)} {'is a number' if len(numbers) == 1 else 'are numbers'}, "
-            "passed with the launch, and cost nothing"
+            f"{_num(unfused_bytes_per_element)} bytes per element for the given kernels is "
+            f"{_off_by(unfused_bytes_per_element, per_element)}: count 4 bytes (float32) for every element a kernel "
+            "reads and 4 again for every element it writes (an array updated in place counts both ways); "
+            f"{_names(numbers)} {'is a number' if len(numbers) == 1 else 'are numbers'}, passed with the launch, "
+            "and cost nothing"
         )
     if fused_trips != exercise.trips:
         problems.append(
-            f"{fused_trips} trips for one fused kernel is {_off_by(fused_trips, exercise.trips)}: how often must "
+            f"{_trips(fused_trips)} for one fused kernel is {_off_by(fused_trips, exercise.trips)}: how often must "
             "one kernel go to memory to read its inputs, and how often to write its outputs?"
         )
     if not math.isclose(fused_bytes_per_element, exercise.bytes_per_element):
         problems.append(
-            f"{fused_bytes_per_element} bytes per element fused is "
-            f"{_off_by(fused_bytes_per_element, exercise.bytes_per_element)}: which arrays must still be "
-            "read from memory, and which written, once the intermediates stay in registers?"
+            f"{_num(fused_bytes_per_element)} bytes per element fused is "
+            f"{_off_by(fused_bytes_per_element, exercise.bytes_per_element)}: which arrays must one fused kernel "
+            "still read from memory, and which write back?"
         )
     if problems:
         raise CheckFailed("; ".join(problems))
@@ -694,27 +701,30 @@ def check_prediction_5(adamw_step_unfused: Callable[..., Any], *, unfused_trips:
                              fused_trips, fused_bytes_per_element)
 
 
+def _minimal_trips_problem(trips: float) -> str:
+    """Why a predicted minimum other than exercise 4's is wrong, without its number."""
+    if trips < 2:
+        return (f"{_trips(trips)} is too few: any kernel that computes out from x reads x in one trip and "
+                "writes out in another")
+    if trips == 2:
+        return ("2 trips would mean each thread knows the maximum before it writes out[i]; but the maximum "
+                "depends on every element of x, and in an ordinary launch a thread cannot wait for the threads "
+                "of every other block: x has to be read a second time")
+    return (f"{_trips(trips)} is more than needed: no n-element array but x and out has to go through memory; "
+            "keep running maxima (one number per block) instead of an array such as |x|")
+
+
 def check_prediction_4(*, minimal_trips: Any, minimal_bytes_per_element: Any) -> None:
     """Compare the predicted minimal trips and bytes for normalising by the maximum."""
     _require_numbers({"minimal_trips": minimal_trips, "minimal_bytes_per_element": minimal_bytes_per_element})
-    problems = []
-    if minimal_trips < EXERCISE_4.trips:
+    problems = [_minimal_trips_problem(minimal_trips)] if minimal_trips != EXERCISE_4.trips else []
+    right_bytes = math.isclose(minimal_bytes_per_element, EXERCISE_4.bytes_per_element)
+    if not right_bytes and math.isclose(minimal_bytes_per_element, 4 * minimal_trips):
+        problems.append(f"{_num(minimal_bytes_per_element)} bytes per element is right for your "
+                        f"{_trips(minimal_trips)}: fix the trips and the bytes follow")
+    elif not right_bytes:
         problems.append(
-            f"{minimal_trips} trips would mean each thread knows the maximum before it writes out[i]; "
-            "but the maximum depends on every element of x, and in an ordinary launch a thread cannot "
-            "wait for the threads of every other block: x has to be read a second time"
-        )
-    elif minimal_trips > EXERCISE_4.trips:
-        problems.append(
-            f"{minimal_trips} trips is more than needed: finding the maximum does not need an array of "
-            "|x| in memory; keep a running maximum (one number) instead"
-        )
-    if math.isclose(minimal_bytes_per_element, 4 * minimal_trips) and minimal_trips != EXERCISE_4.trips:
-        problems.append(f"{minimal_bytes_per_element} bytes per element follows from your {minimal_trips} trips "
-                        "(4 bytes each): it changes with them")
-    elif not math.isclose(minimal_bytes_per_element, EXERCISE_4.bytes_per_element):
-        problems.append(
-            f"{minimal_bytes_per_element} bytes per element does not match your trips: count 4 bytes "
+            f"{_num(minimal_bytes_per_element)} bytes per element does not match your trips: count 4 bytes "
             "(float32) for each trip over an n-element array; the maximum is a single number and "
             "costs next to nothing per element"
         )
