@@ -9,7 +9,12 @@ path directly, in the simulator too, and compare with the count taken in this pr
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +24,6 @@ import helpers
 from helpers.checks import poisoned, random_inputs
 from helpers.counting import CannotAttribute, simulated_traffic
 from helpers.counting.carry import function_spec
-from helpers.counting.other_backend import COMPILER, run_under
 from helpers.counting.traffic import _simulate_in_subprocess
 from helpers.lessons.inflight.kernels import copy_kernel
 from helpers.lessons.roofline import kernels
@@ -53,9 +57,22 @@ def test_roofline_kernels_and_their_intrinsics_count_in_the_subprocess(name):
     assert counted.per_array() == {"a": (4 * N, 0), "b": (4 * N, 0), "c": (4 * N, 0), "out": (0, 4 * N)}
 
 
+SPEC_UNDER_THE_COMPILER = """
+import json
+import helpers  # picks the real compiler (NUMBA_ENABLE_CUDASIM=0) before numba loads
+from helpers.counting.carry import function_spec
+from helpers.lessons.roofline.kernels import vec4_kernel
+print(json.dumps(function_spec(vec4_kernel.py_func)))
+"""
+
+
 def test_a_gpu_process_sends_roofline_intrinsics_by_name():
     """What the GPU side sends (made under the real compiler, no GPU needed): names to import again."""
-    spec = run_under(COMPILER, "helpers.counting.carry:spec_request", {"kernel": "helpers.lessons.roofline.kernels:vec4_kernel"})
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-c", SPEC_UNDER_THE_COMPILER], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    spec = json.loads(done.stdout.strip().splitlines()[-1])
     assert spec["globals"]["load4"] == {"import": "helpers.lessons.roofline.kernels:load4"}
     assert spec["globals"]["store4"] == {"import": "helpers.lessons.roofline.kernels:store4"}
     assert spec["globals"]["cuda"] == {"module": "numba.cuda"}

@@ -163,10 +163,3 @@ def _rebuild(name: str, how: dict[str, Any], kernel: str, cuda: Any) -> Any:
         raise CannotAttribute(f"{kernel} uses `{name}` ({module_name}.{attribute}), which does not exist "
                               f"under the simulator {why}".rstrip())
     return found
-
-
-def spec_request(request: dict[str, Any]) -> dict[str, Any]:
-    """:func:`function_spec` of the kernel ``request["kernel"]`` (``"module:name"``), made in this process: run under
-    the real compiler, it shows without a GPU what a GPU process sends for a kernel with GPU-only globals."""
-    module_name, _, attribute = request["kernel"].partition(":")
-    return function_spec(python_function(_lookup(importlib.import_module(module_name), attribute)))

@@ -233,13 +233,6 @@ class ArgInfo:
             return cls(name, False, _SCALAR_DTYPES[type(value)], itemsize=8, value=value)
         raise TypeError(f"`{name}` is a {type(value).__name__}; a kernel takes arrays and numbers")
 
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "shape": list(self.shape), "strides": list(self.strides)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "ArgInfo":
-        return cls(**{**data, "shape": tuple(data["shape"]), "strides": tuple(data["strides"])})
-
 
 def _numba_name(dtype: np.dtype) -> str:
     return "boolean" if dtype == np.bool_ else str(dtype)
@@ -289,13 +282,6 @@ class LaunchArgs:
         """The copies Numba makes around the launch, one per argument it copies from the host."""
         return [HostCopy(a.name, a.nbytes * a.copied_in, a.nbytes * a.copied_out) for a in self.args if a.host]
 
-    def to_json(self) -> list[dict[str, Any]]:
-        return [a.to_json() for a in self.args]
-
-    @classmethod
-    def from_json(cls, data: list[dict[str, Any]]) -> "LaunchArgs":
-        return cls(tuple(ArgInfo.from_json(d) for d in data))
-
 
 @dataclass
 class ElementCounts:
@@ -310,11 +296,11 @@ class ElementCounts:
                 mine[k] = mine.get(k, 0) + v * times
 
     def to_json(self) -> dict[str, dict[str, int]]:
-        return {"loads": {str(i): n for i, n in self.loads.items()}, "stores": {str(i): n for i, n in self.stores.items()}}
+        return asdict(self)  # JSON writes the argument indices as strings: from_json reads them back
 
     @classmethod
     def from_json(cls, data: dict[str, dict[str, int]]) -> "ElementCounts":
-        return cls({int(i): n for i, n in data["loads"].items()}, {int(i): n for i, n in data["stores"].items()})
+        return cls(*({int(i): n for i, n in data[side].items()} for side in ("loads", "stores")))
 
 
 @dataclass

@@ -106,10 +106,9 @@ class _Scan:
         if ins.family == "bra":
             self.after_data_branch = self.after_data_branch or by_data
         elif ins.opcode.startswith("ld.param"):
-            m = re.search(r"_param_(\d+)\]", ins.operands[-1])
+            k = ins.param()
             if regs:
-                data = m is not None and int(m.group(1)) in self.data_param
-                self.written(regs[0], frozenset({self.data_param[int(m.group(1))]}) if data else None)
+                self.written(regs[0], frozenset({self.data_param[k]}) if k in self.data_param else None)
         elif ins.family in ("ld", "st") and ins.space == "local":
             pass  # a spilled register: neither device memory nor a value that is followed
         elif ins.family in _OPS and ins.space not in ("param", "shared", "const", "local"):  # global, or generic

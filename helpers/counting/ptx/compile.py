@@ -84,9 +84,9 @@ def kernel_source(py_func: Any, _seen: set[str] | None = None) -> str:
     return "\n".join(header + [own])
 
 
-def compile_request(request: dict[str, Any]) -> str:
-    """Compile ``request["source"]``'s function ``request["name"]`` to PTX (run by :mod:`..other_backend`, with
-    the real ``numba.cuda`` and no GPU: device functions are compiled for the requested compute capability)."""
+def _compiler(request: dict[str, Any]) -> tuple[Any, tuple[int, ...]]:
+    """The real ``numba.cuda`` and ``request["cc"]``, in the subprocess :mod:`..other_backend` runs with it (no GPU,
+    no driver: device functions are compiled for that compute capability)."""
     from numba import cuda  # the real compiler: this runs in the subprocess that has it
     from numba.cuda import dispatcher
 
@@ -95,21 +95,24 @@ def compile_request(request: dict[str, Any]) -> str:
     class _Device:
         compute_capability = cc
 
-    dispatcher.get_current_device = lambda: _Device()  # no driver here: device functions use this cc
+    dispatcher.get_current_device = lambda: _Device()
+    return cuda, cc
+
+
+def compile_request(request: dict[str, Any]) -> str:
+    """Compile ``request["source"]``'s function ``request["name"]`` to PTX (run by :mod:`..other_backend`)."""
+    cuda, cc = _compiler(request)
     namespace: dict[str, Any] = {"cuda": cuda}
     exec(compile(request["source"], f"<kernel {request['name']}>", "exec"), namespace)
     sig = tuple(ArgType(**a).to_numba() for a in request["argtypes"])
-    ptx, _ = cuda.compile_ptx(namespace[request["name"]], sig, cc=cc)
-    return ptx
+    return str(cuda.compile_ptx(namespace[request["name"]], sig, cc=cc)[0])
 
 
 def compile_shapes(request: dict[str, Any], make: Callable[..., Any], signature: tuple[Any, ...]) -> dict[str, str]:
     """PTX of ``make(*shape)`` for each shape in ``request["shapes"]``, keyed by the shape as JSON, compiled for
     ``request["cc"]`` with the numba argument types ``signature``: what a lesson's ``compile_request`` returns when
     :mod:`..other_backend` runs it with the real ``numba.cuda`` (no GPU needed)."""
-    from numba import cuda  # the real compiler: this runs in the subprocess that has it
-
-    cc = tuple(request["cc"])
+    cuda, cc = _compiler(request)
     return {json.dumps(shape): cuda.compile_ptx(python_function(make(*shape)), signature, cc=cc)[0]
             for shape in request["shapes"]}
 

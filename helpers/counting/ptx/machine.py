@@ -27,7 +27,6 @@ MAX_RANGES = 200_000  # block ranges per launch before giving up (blocks that di
 _MEMORY = ("ld", "st", "atom", "red")
 _NO_RESULT = ("bar", "membar", "fence", "barrier", "prefetch")
 _INT = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)U?$")
-_PARAM = re.compile(r"_param_(\d+)\]?$")
 _GENERAL = ("%r", "%p", "%f")  # general registers: zero where read before written (a lane that did not run)
 
 
@@ -157,7 +156,7 @@ class Machine:
         """One instruction other than a branch, a return or a call, for the ``active`` lanes."""
         if ins.family in _MEMORY:
             if ins.space == "param":
-                self.put(ins.operands[0], self.param(ins.operands[1]), active)
+                self.put(ins.operands[0], self.param(ins), active)
             elif ins.space in ("shared", "local", "const"):  # not device memory; its values are not followed
                 if ins.family in ("ld", "atom"):
                     loaded = Unknown(True, f"a value loaded from {ins.space} memory")
@@ -184,9 +183,9 @@ class Machine:
         for d in dests:
             self.put(d, value, active)
 
-    def param(self, text: str) -> Any:
-        m = _PARAM.search(text.strip("[]"))
-        value = self.params[int(m.group(1))] if m and int(m.group(1)) < len(self.params) else Unknown(False, text)
+    def param(self, ins: Instruction) -> Any:
+        k = ins.param()
+        value = self.params[k] if k is not None and k < len(self.params) else Unknown(False, ins.operands[-1])
         return value if isinstance(value, Unknown) else self.domain.const(value)
 
     def memory(self, ins: Instruction, active: np.ndarray, step: int, unknown: Unknown | None) -> None:

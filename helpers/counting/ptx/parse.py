@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 _LABEL = re.compile(r"^(\$?[\w$]+):$")
 _EXTERN = re.compile(r"\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w$]+)")
 _PARAM_DECL = re.compile(r"\.param\s+\.\w+\s+(\S+?)_param_(\d+)")
+_PARAM_USE = re.compile(r"_param_(\d+)\]$")
 _WIDTHS = ("8", "16", "32", "64")
 
 
@@ -39,6 +40,11 @@ class Instruction:
     def dests(self) -> list[str]:
         """The registers the first operand names (``{%f1, %f2}`` for a vector load)."""
         return [d.strip() for d in self.operands[0].strip("{}").split(",") if d.strip()]
+
+    def param(self) -> int | None:
+        """The kernel parameter ``k`` the last operand reads (``[name_param_k]``), or None."""
+        found = _PARAM_USE.search(self.operands[-1]) if self.operands else None
+        return None if found is None else int(found.group(1))
 
     def address(self) -> str:
         """The address operand without brackets or spaces, e.g. ``%rd5+16`` (empty if there is none)."""

@@ -207,9 +207,10 @@ def _move(ins: Instruction, src: list[Any], active: np.ndarray) -> Any:
     return src[0]
 
 
-def _convert(ins: Instruction, src: list[Any], active: np.ndarray) -> np.ndarray:
+def _convert(read: Callable[[Any, str, int], Any], ins: Instruction, value: Any) -> Any:
+    """``cvt``: ``value`` read as the source type, then as the destination type (``read``: the domain's reading)."""
     (to_kind, to_width), (kind, width) = ins.types[0], ins.types[-1]
-    return as_type(as_type(src[0], kind, width), to_kind, to_width)
+    return read(read(value, kind, width), to_kind, to_width)
 
 
 def _product(ins: Instruction, a: list[Any], src: list[Any], active: np.ndarray, width: int) -> Any:
@@ -321,27 +322,18 @@ def _arithmetic(d: Ranged, ins: Instruction, src: list[Any], active: np.ndarray)
         first_le, first_ge = (lo <= 0) & (hi <= 0), (lo >= 0) & (hi >= 0)
         if not (first_le | first_ge).all():
             raise Split
-        first = first_le if family == "min" else first_ge
-        r = Affine(np.where(first, a[0].c0, a[1].c0), np.where(first, a[0].c1, a[1].c1))
+        r = blend(first_le if family == "min" else first_ge, a[0], a[1])
     return d.typed(r, kind, 2 * width) if wide else d.typed(r, kind if width < 64 else "s", width)
-
-
-def _select(d: Ranged, ins: Instruction, src: list[Any], active: np.ndarray) -> Affine:
-    a, b, p = src
-    return Affine(np.where(p, a.c0, b.c0), np.where(p, a.c1, b.c1))
-
-
-def _convert_range(d: Ranged, ins: Instruction, src: list[Any], active: np.ndarray) -> Affine:
-    (to_kind, to_width), (kind, width) = ins.types[0], ins.types[-1]
-    return d.typed(d.typed(src[0], kind, width), to_kind, to_width)
 
 
 Rule = Callable[..., Any]
 RULES: dict[str, tuple[Rule, Rule | None]] = {
-    "selp": (lambda ins, src, active: np.where(src[2], src[0], src[1]), _select),
+    "selp": (lambda ins, src, active: np.where(src[2], src[0], src[1]),
+             lambda d, ins, src, active: blend(src[2], src[0], src[1])),
     "mov": (_move, lambda d, ins, src, active: _move(ins, src, active)),
     "cvta": (_move, lambda d, ins, src, active: _move(ins, src, active)),
-    "cvt": (_convert, _convert_range),
+    "cvt": (lambda ins, src, active: _convert(as_type, ins, src[0]),
+            lambda d, ins, src, active: _convert(d.typed, ins, src[0])),
     "setp": (_setp, _monotone),
     "add": (_integer(lambda ins, a, *_: a[0] + a[1]), _arithmetic),
     "sub": (_integer(lambda ins, a, *_: a[0] - a[1]), _arithmetic),
