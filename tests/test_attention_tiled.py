@@ -121,6 +121,34 @@ def test_tensor_core_attention_matches_float64(heads, length, d, causal, shape):
     assert relative_error(got, at.reference(q, k, v, causal)) < (TOLERANCE if config.passes == 3 else TF32_TOLERANCE)
 
 
+TILE_SUM_CASES = [(1, length, d, causal, passes) for length in (1, 17, 40) for d in (16, 32) for causal in (False, True)
+                  for passes in ((3,) if helpers.is_simulator() else (1, 3))]
+if helpers.is_simulator():  # each length, head size and masking once, and L = 1 both ways
+    TILE_SUM_CASES = [TILE_SUM_CASES[i] for i in (0, 3, 6, 9)]
+# Whether tile sums reach 1e-5 at L = 4096 on a GPU is a measurement (the attention record), not a test.
+
+
+@pytest.mark.parametrize("heads, length, d, causal, passes", TILE_SUM_CASES)
+def test_tile_sums_match_float64_and_change_nothing_within_one_key_tile(heads, length, d, causal, passes):
+    """Each key tile's P V summed in fresh fragments, then added to O: within 1e-5 of the largest output for
+    3xTF32 and within the TF32 tolerance for one pass, at short lengths.  Up to one key tile, O = 0 + tile: bit for bit the kernel without tile sums."""
+    q, k, v = inputs(heads, length, d, seed=1)
+    base = tc.default_config(passes, d)
+    got = {}
+    for tile_sums in (False, True):
+        out = poisoned(heads * length * d).reshape(heads, length, d)
+        config = tc.TensorCoreConfig(base.warps, base.block_k, passes, tile_sums)
+        tc.run_tensor_cores(*(cuda.to_device(a) for a in (q, k, v)), out, causal=causal, config=config)
+        got[tile_sums] = out.copy_to_host()
+    assert not np.isnan(got[True]).any(), "a poisoned output element was never written"
+    error = relative_error(got[True], at.reference(q, k, v, causal))
+    assert error < (1e-5 if passes == 3 else TF32_TOLERANCE), f"error {error:.1e}"
+    if length <= base.block_k:
+        assert np.array_equal(got[True], got[False])
+    with pytest.raises(TypeError, match="tile_sums"):
+        tc.TensorCoreConfig(4, 64, 3, "yes")
+
+
 @pytest.mark.skipif(helpers.is_simulator(), reason="a GPU runs the tiled kernel at every awkward shape")
 @pytest.mark.parametrize("length", [1, 77, 1000])
 @pytest.mark.parametrize("d", [16, 32, 64, 128])
@@ -168,11 +196,12 @@ def test_the_ledger_counts_the_tensor_core_kernel_like_the_tiled_one(causal):
 @pytest.mark.skipif(bool(COMPILER[0]), reason="the PTX is numba-cuda's")
 def test_the_tensor_core_kernel_compiles_to_mma_sync_with_its_fragments_in_registers():
     """Every 16 x 8 x 8 product is one mma.sync, three for 3xTF32, fully unrolled, with no local memory.
-    d = 64 and 64-key tiles: 64 products for Q K^T and 64 for P V per tile; 32-key tiles: 32 and 32, x 3."""
-    shapes = [[64, 0, 4, 64, 1], [64, 1, 4, 32, 3]]
+    d = 64 and 64-key tiles: 64 products for Q K^T and 64 for P V per tile; 32-key tiles: 32 and 32, x 3.
+    Tile sums (a sixth 1) keep the same instruction and count, their fresh fragments in registers too."""
+    shapes = [[64, 0, 4, 64, 1], [64, 1, 4, 32, 3], [64, 0, 8, 64, 3, 1], [64, 1, 4, 32, 3, 1]]
     compiled = run_under("compiler", "helpers.lessons.attention.tensor_cores:compile_request",
                          {"shapes": shapes, "cc": [9, 0]})
-    for shape, products in zip(shapes, (128, 192)):
+    for shape, products in zip(shapes, (128, 192, 384, 192)):
         ptx = compiled[json.dumps(shape)]
         assert ptx.count("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") == products
         assert ".local" not in ptx and "cvt.rna.tf32.f32" in ptx

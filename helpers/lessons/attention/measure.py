@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -111,6 +112,14 @@ def numba_implementations(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray
         c = tensor_cores.default_config(passes, d)
         add(f"numba {precision} tensor cores causal",
             lambda c=c: tensor_cores.run_tensor_cores(dq, dk, dv, out, True, c), True, tf32=passes == 1)
+    if d % 16 == 0:  # 3xTF32 with each key tile's P V summed apart (tensor_cores' docstring says why)
+        for c in [replace(c, tile_sums=True) for c in tensor_core_configs(d, 3)]:
+            add(f"numba 3xTF32 tile sums w{c.warps}/k{c.block_k}",
+                lambda c=c: tensor_cores.run_tensor_cores(dq, dk, dv, out, False, c), False,
+                tensor_cores.tensor_core_kernel(d, c, False), 32 * c.warps)
+        c = replace(tensor_cores.default_config(3, d), tile_sums=True)
+        add("numba 3xTF32 tile sums causal",
+            lambda c=c: tensor_cores.run_tensor_cores(dq, dk, dv, out, True, c), True)
     if d % 16 == 0:  # bf16 pairs: half the bytes of every input and the output; SDPA flash's precision
         found += bf16_implementations(qkv, error)
     if unfused:
@@ -242,13 +251,16 @@ def long_implementations(qkv: Sequence[np.ndarray]) -> list[Implementation]:
     dq, dk, dv = (cuda.to_device(a) for a in qkv)
     out = cuda.device_array((bh, length, d), np.float32)
     three = tensor_cores.default_config(3, d)
+    three_tiles = replace(three, tile_sums=True)
     found = []
     for causal in (False, True):
         runs = [("numba tiled", lambda c=causal: tiled.run_tiled(dq, dk, dv, out, c), TOLERANCE),
                 ("numba TF32 tensor cores", lambda c=causal: tensor_cores.run_tensor_cores(dq, dk, dv, out, c),
                  TF32_TOLERANCE),
                 ("numba 3xTF32 tensor cores", lambda c=causal: tensor_cores.run_tensor_cores(dq, dk, dv, out, c, three),
-                 TOLERANCE)]
+                 TOLERANCE),
+                ("numba 3xTF32 tile sums",
+                 lambda c=causal: tensor_cores.run_tensor_cores(dq, dk, dv, out, c, three_tiles), TOLERANCE)]
         found += [Implementation(name + (" causal" if causal else ""), run,
                                  checked_output(run, out, lambda got, c=causal: sampled_error(got, qkv, c, rows)), tol)
                   for name, run, tol in runs]

@@ -17,6 +17,16 @@ The inputs are TF32: a float32 with its mantissa rounded to 10 bits (:func:`tf32
 ("3xTF32"): split ``x = big + small`` with ``big = tf32(x)`` and ``small = tf32(x - big)``;
 then ``a b ~ big_a big_b + big_a small_b + small_a big_b``.
 
+How the tensor core rounds its float32 sum is not documented; Fasi, Higham, Mikaitis and Pranesh (2021) found
+earlier tensor cores truncating it (rounding toward zero).  A hypothesis, until a GPU tests it: the H200's
+does too, so O, into which every key tile's P V accumulates, takes 3L/8 truncated sums (3xTF32) and drifts
+toward zero as L grows.  ``scripts/attention_rounding_replay.py`` replays this kernel's arithmetic in NumPy:
+with truncated sums it comes near the H200's errors at L = 1024 and 32768 but gives about twice its error at
+4096 (a gap still open); with rounded sums, 10 to 100 times less than measured.
+``TensorCoreConfig(tile_sums=True)`` is the fix to try: each key tile's P V goes into fresh zero fragments,
+then O += tile in ordinary (rounded) float32; replayed with truncated sums, about 3e-6 at L = 4096.
+``scripts/attention_rounding_probe.py`` tests the hypothesis on a GPU in one call.
+
 In the CUDA simulator the instruction does not exist: :func:`mma_tf32` is emulated there,
 lane by lane from the table above, so the simulator checks the kernels' indexing; only a
 GPU runs the real instruction.
@@ -132,15 +142,18 @@ else:
 
 @dataclass(frozen=True)
 class TensorCoreConfig:
-    """``warps`` warps of 16 query rows each; key tiles of ``block_k``; 1 or 3 TF32 passes."""
+    """``warps`` warps of 16 query rows each; key tiles of ``block_k``; 1 or 3 TF32 passes; ``tile_sums``: each key
+    tile's P V into fresh fragments, added to O in float32 (off: every tile's mma.sync accumulates into O)."""
 
     warps: int = 4
     block_k: int = 64
     passes: int = 1
+    tile_sums: bool = False
 
     def __post_init__(self) -> None:
         require_whole("warps", self.warps, high=32)
         require_whole("block_k", self.block_k, high=1024)
+        require_flag("tile_sums", self.tile_sums)
         if self.passes not in (1, 3):
             raise ValueError(f"passes must be 1 (TF32) or 3 (3xTF32, float32 accuracy), got {self.passes}")
 
@@ -368,6 +381,23 @@ def make_tf32_products(head_dim, block_k, mma):
     return scores, weighted_sum
 
 
+def make_tile_sums(weighted_sum, o_size):
+    """``weighted_sum`` into fresh zero fragments, then added to O in float32 (rounded to nearest): O takes one
+    rounded addition per key tile instead of every mma.sync's own (maybe truncated) float32 sum."""
+    O_SIZE = o_size  # compile-time constant
+
+    @cuda.jit(device=True, inline="always")
+    def tile_sum(s, vt_s, o, g, t):
+        tile = cuda.local.array(O_SIZE, float32)
+        for i in range(O_SIZE):
+            tile[i] = float32(0)
+        weighted_sum(s, vt_s, tile, g, t)
+        for i in range(O_SIZE):
+            o[i] += tile[i]
+
+    return tile_sum
+
+
 def make_tf32_rows(head_dim, passes):
     """Load the lane's two rows of Q as A fragments; store its two columns of an output row."""
     D, D4, KP, DT, THREE = head_dim, head_dim // 4, head_dim // 16, head_dim // 8, passes == 3
@@ -396,12 +426,15 @@ def make_tf32_rows(head_dim, passes):
     return load_q, store_row
 
 
-def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes):
-    """Fused attention on TF32 tensor cores: each warp owns 16 query rows; S and P stay in its fragments."""
+def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes, tile_sums=False):
+    """Fused attention on TF32 tensor cores: each warp owns 16 query rows; S and P stay in its fragments
+    (``tile_sums``: each key tile's P V summed apart, then added to O)."""
     D, BK, NT, DT = head_dim, block_k, block_k // 8, head_dim // 8
     k_size, v_size = TensorCoreConfig(warps, block_k, passes).tile_floats(D)  # the sizes its check adds up
     sizes = (warps, BK, k_size, v_size, 8 * (D // 16), 4 * NT, 4 * DT)  # K, V, Q, S and O sizes
     scores, weighted_sum = make_tf32_products(D, BK, make_tf32_product(passes))
+    if tile_sums:
+        weighted_sum = make_tile_sums(weighted_sum, 4 * DT)
     load_q, store_row = make_tf32_rows(D, passes)
     parts = (load_q, make_tf32_stage(D, BK, 32 * warps, passes), scores,
              make_fragment_softmax(NT, DT, causal, keep if passes == 3 else tf32), weighted_sum, store_row)
@@ -500,7 +533,7 @@ def tensor_core_kernel(head_dim: int, config: TensorCoreConfig, causal: bool) ->
 
 
 def _make(d: int, c: TensorCoreConfig, causal: bool) -> Any:
-    return make_tensor_core_attention_kernel(d, c.warps, c.block_k, causal, c.passes)
+    return make_tensor_core_attention_kernel(d, c.warps, c.block_k, causal, c.passes, c.tile_sums)
 
 
 def run_tensor_cores(q: Any, k: Any, v: Any, out: Any, causal: bool = False,
@@ -524,7 +557,8 @@ def count_tensor_cores(heads: int = 1, length: int = 40, d: int = 16, causal: bo
 
 
 def compile_request(request: dict[str, Any]) -> dict[str, str]:
-    """PTX of the kernel for each ``[d, causal, warps, block_k, passes]`` in ``request["shapes"]`` (run with the
-    real compiler by ``helpers.counting.other_backend``; no GPU needed)."""
-    return compile_shapes(request, lambda d, causal, warps, block_k, passes: make_tensor_core_attention_kernel(
-        d, warps, block_k, bool(causal), passes), flat_signature(float32))
+    """PTX of the kernel for each ``[d, causal, warps, block_k, passes]`` in ``request["shapes"]``, a sixth 1 for
+    tile sums (run with the real compiler by ``helpers.counting.other_backend``; no GPU needed)."""
+    return compile_shapes(request, lambda d, causal, warps, block_k, passes, tile_sums=0:
+                          make_tensor_core_attention_kernel(d, warps, block_k, bool(causal), passes, bool(tile_sums)),
+                          flat_signature(float32))
