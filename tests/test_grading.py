@@ -207,16 +207,20 @@ def test_prediction_2_is_compared_with_the_measured_ledger(capsys):
                                         fused_trips=2, fused_bytes_per_element=16)
     assert ledger.trips == 6
     assert "your predictions match: 3 kernels make 6 trips and move 32 bytes" in capsys.readouterr().out
+    _says(grading.check_prediction_2, three_kernel_normalize, (3, 40, 1, 20), {6, 32, 2, 16},
+          "3 trips for the given kernels is too few", "40 bytes per element for the given kernels is too many",
+          "`mean` and `inv_std` are numbers", "1 trip for one fused kernel is too few",
+          "20 bytes per element fused is too many")
+
+
+def _says(check, unfused, predicted, answers, *parts):
+    """``check`` refuses the four ``predicted`` numbers with every one of ``parts``, and none of ``answers``."""
+    names = ("unfused_trips", "unfused_bytes_per_element", "fused_trips", "fused_bytes_per_element")
     with pytest.raises(CheckFailed) as failure:
-        grading.check_prediction_2(three_kernel_normalize, unfused_trips=3, unfused_bytes_per_element=40,
-                                   fused_trips=1, fused_bytes_per_element=20)
+        check(unfused, **dict(zip(names, predicted)))
     message = str(failure.value)
-    assert "3 trips for the given kernels is too few" in message
-    assert "40 bytes per element for the given kernels is too many" in message
-    assert "`mean` and `inv_std` are numbers" in message
-    assert "1 trip for one fused kernel is too few" in message
-    assert "20 bytes per element fused is too many" in message
-    assert _numbers_in(message).isdisjoint({6, 32, 2, 16})  # the right answers are not given away
+    assert all(part in message for part in parts), message
+    assert _numbers_in(message).isdisjoint(answers), message  # the right answers are not given away
 
 
 def _numbers_in(message: str) -> set[float]:
@@ -428,15 +432,9 @@ def test_prediction_5_counts_the_given_launches(capsys):
                                         fused_trips=2, fused_bytes_per_element=28)
     assert len(ledger.launches) == 4
     assert "your predictions match: 4 kernels make 8 trips and move 48 bytes" in capsys.readouterr().out
-    with pytest.raises(CheckFailed) as failure:
-        grading.check_prediction_5(module.adamw_step_unfused, unfused_trips=8, unfused_bytes_per_element=40,
-                                   fused_trips=2, fused_bytes_per_element=32)
-    message = str(failure.value)
-    assert "40 bytes per element for the given kernels is too few" in message
-    assert "(an array updated in place counts both ways)" in message
-    assert "`lr`, `beta1`, `beta2`, `eps`, `weight_decay` and `step` are numbers" in message
-    assert "32 bytes per element fused is too many" in message
-    assert _numbers_in(message).isdisjoint({48, 28})
+    _says(grading.check_prediction_5, module.adamw_step_unfused, (8, 40, 2, 32), {48, 28},
+          "40 bytes per element for the given kernels is too few", "(an array updated in place counts both ways)",
+          "`lr`, `beta1`, `beta2`, `eps`, `weight_decay` and `step` are numbers", "32 bytes per element fused is too many")
 
 
 # --- verdicts that must not depend on the size or the backend ---------------------------
