@@ -285,3 +285,21 @@ def test_the_long_run_checks_sampled_rows_against_float64_and_says_what_the_unfu
     names = ["numba tiled", "numba TF32 tensor cores", "numba 3xTF32 tensor cores", "numba 3xTF32 tile sums"]
     assert [impl.name for impl in checked] == names + [name + " causal" for name in names]
     assert all(impl.error() < impl.tolerance for impl in checked[4:])  # the causal ones: each kernel's other path
+
+
+def test_every_numba_attention_the_record_times_is_right_in_the_simulator():
+    """The record's list of Numba attentions (each at the simulator's one shape), checked against float64 at a
+    length that is not a multiple of any tile: every entry within its tolerance, tile sums among them."""
+    from helpers.lessons.attention import measure
+
+    rng = np.random.default_rng(2)
+    qkv = [rng.standard_normal((1, 20, 16)).astype(np.float32) for _ in range(3)]
+
+    def error(got, causal):
+        want = at.reference(*qkv, causal)
+        return float(np.abs(got - want).max() / np.abs(want).max())
+
+    found = measure.numba_implementations(qkv, error, unfused=False)
+    assert {"numba 3xTF32 tile sums w1/k16", "numba 3xTF32 tile sums causal"} <= {impl.name for impl in found}
+    for impl in found:
+        assert impl.error() < impl.tolerance, impl.name
