@@ -1,6 +1,7 @@
 """The register-tiled and tensor-core fused attention: float64 answers at awkward shapes, counts, refusals, PTX."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import helpers
 
 from helpers.backend import COMPILER
 from helpers.checks import poisoned
+from helpers.device import registers_per_thread
 from helpers.counting.other_backend import run_under
 from helpers.ledger import Ledger
 from helpers.lessons.attention import kernels as at
@@ -186,6 +188,27 @@ def test_a_tensor_core_shape_the_kernel_cannot_run_is_refused_by_its_rule(shape,
         tc.TensorCoreConfig(4, 64, 2)
 
 
+def test_launch_bounds_are_checked_named_and_run():
+    """min_blocks asks the compiler for that many blocks an SM: refused past the SM's threads, named in the record
+    as the default rule reads it back, and on a GPU the registers fit (the simulator has none to cap)."""
+    with pytest.raises(ValueError, match="min_blocks"):
+        tc.TensorCoreConfig(8, 32, 1, min_blocks=-1)
+    with pytest.raises(ValueError, match="more than the 2,048 threads an SM holds"):
+        tc.tensor_core_kernel(64, tc.TensorCoreConfig(8, 32, 1, min_blocks=9), False)
+    for config, name in ((tc.TensorCoreConfig(8, 32, 1, min_blocks=2), "numba TF32 tensor cores w8/k32 b2"),
+                         (tc.TensorCoreConfig(4, 64, 3), "numba 3xTF32 tensor cores w4/k64")):
+        assert tc.config_name(config) == name and re.fullmatch(tc.TENSOR_CORE_CONFIG, name)
+    simulated = helpers.is_simulator()
+    config = tc.TensorCoreConfig(1, 16, 1, min_blocks=4) if simulated else tc.TensorCoreConfig(8, 32, 1, min_blocks=2)
+    d = 16 if simulated else 64
+    q, k, v = inputs(2, 77, d, seed=3)
+    out = poisoned(2 * 77 * d).reshape(2, 77, d)
+    tc.run_tensor_cores(*(cuda.to_device(a) for a in (q, k, v)), out, causal=False, config=config)
+    assert relative_error(out.copy_to_host(), at.reference(q, k, v, False)) < TF32_TOLERANCE
+    if not simulated:
+        assert registers_per_thread(tc.tensor_core_kernel(64, config, False)) <= 65536 // (32 * 8 * 2)
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_ledger_counts_the_tensor_core_kernel_like_the_tiled_one(causal):
     """16 query rows per block of one warp and 16-key tiles: the same reads as a tiled kernel of that shape."""
@@ -197,11 +220,14 @@ def test_the_ledger_counts_the_tensor_core_kernel_like_the_tiled_one(causal):
 def test_the_tensor_core_kernel_compiles_to_mma_sync_with_its_fragments_in_registers():
     """Every 16 x 8 x 8 product is one mma.sync, three for 3xTF32, fully unrolled, with no local memory.
     d = 64 and 64-key tiles: 64 products for Q K^T and 64 for P V per tile; 32-key tiles: 32 and 32, x 3.
-    Tile sums (a sixth 1) keep the same instruction and count, their fresh fragments in registers too."""
-    shapes = [[64, 0, 4, 64, 1], [64, 1, 4, 32, 3], [64, 0, 8, 64, 3, 1], [64, 1, 4, 32, 3, 1]]
+    Tile sums (a sixth 1) keep the same instruction and count, their fresh fragments in registers too; launch
+    bounds (a seventh number) reach the PTX."""
+    shapes = [[64, 0, 4, 64, 1], [64, 1, 4, 32, 3], [64, 0, 8, 64, 3, 1], [64, 1, 4, 32, 3, 1], [64, 0, 8, 32, 1, 0, 2]]
     compiled = run_under("compiler", "helpers.lessons.attention.tensor_cores:compile_request",
                          {"shapes": shapes, "cc": [9, 0]})
-    for shape, products in zip(shapes, (128, 192, 384, 192)):
+    assert ".maxntid 256, 1, 1" in compiled[json.dumps(shapes[-1])]  # launch bounds: 256 threads,
+    assert ".minnctapersm 2" in compiled[json.dumps(shapes[-1])]  # two blocks an SM
+    for shape, products in zip(shapes, (128, 192, 384, 192, 64)):
         ptx = compiled[json.dumps(shape)]
         assert ptx.count("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") == products
         assert ".local" not in ptx and "cvt.rna.tf32.f32" in ptx

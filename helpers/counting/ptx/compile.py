@@ -113,8 +113,12 @@ def compile_shapes(request: dict[str, Any], make: Callable[..., Any], signature:
     ``request["cc"]`` with the numba argument types ``signature``: what a lesson's ``compile_request`` returns when
     :mod:`..other_backend` runs it with the real ``numba.cuda`` (no GPU needed)."""
     cuda, cc = _compiler(request)
-    return {json.dumps(shape): cuda.compile_ptx(python_function(make(*shape)), signature, cc=cc)[0]
-            for shape in request["shapes"]}
+
+    def ptx(kernel: Any) -> str:  # with the kernel's launch bounds, where it has them
+        bounds = getattr(kernel, "targetoptions", {}).get("launch_bounds")
+        return cuda.compile_ptx(python_function(kernel), signature, cc=cc, launch_bounds=bounds)[0]
+
+    return {json.dumps(shape): ptx(make(*shape)) for shape in request["shapes"]}
 
 
 def cache_dir() -> str:

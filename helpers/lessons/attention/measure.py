@@ -76,7 +76,10 @@ def tiled_configs(d: int) -> list[tiled.TiledConfig]:  # the register-tiled shap
 def tensor_core_configs(d: int, passes: int) -> list[tensor_cores.TensorCoreConfig]:  # the shapes timed
     if is_simulator():
         return [tensor_cores.default_config(passes, d)]
-    return fitting([tensor_cores.TensorCoreConfig(w, k, passes) for w in (2, 4, 8) for k in (32, 64)], d)
+    shapes = [tensor_cores.TensorCoreConfig(w, k, passes) for w in (2, 4, 8) for k in (32, 64)]
+    if passes == 1:  # and 16 warps an SM, by launch bounds that cap the registers at 128 (the compiler may spill)
+        shapes += [tensor_cores.TensorCoreConfig(w, k, 1, min_blocks=16 // w) for w, k in ((8, 32), (8, 64), (4, 32))]
+    return fitting(shapes, d)
 
 
 def numba_implementations(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray, bool], float],
@@ -106,7 +109,7 @@ def numba_implementations(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray
     add("numba tiled causal", lambda: tiled.run_tiled(dq, dk, dv, out, True), True)
     for passes, precision in ((1, "TF32"), (3, "3xTF32")) if d % 16 == 0 else ():  # 16 head columns a read
         for c in tensor_core_configs(d, passes):
-            add(f"numba {precision} tensor cores w{c.warps}/k{c.block_k}",
+            add(tensor_cores.config_name(c),
                 lambda c=c: tensor_cores.run_tensor_cores(dq, dk, dv, out, False, c), False,
                 tensor_cores.tensor_core_kernel(d, c, False), 32 * c.warps, tf32=passes == 1)
         c = tensor_cores.default_config(passes, d)

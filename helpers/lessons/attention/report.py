@@ -201,5 +201,5 @@ def tensor_core_lines(record: AttentionBench) -> list[str]:
         m = best(row, name, without="causal")
         if m is not None:
             lines.append(f"{label.replace(chr(10), ' '):36s} {m.median_ms:6.3f} ms {flops_of(row, m.name) / m.median_ms / 1e9:6.1f}"
-                         f" TFLOP/s  error {m.max_rel_err:.1e}" + (f"  ({m.name.rsplit(' ', 1)[1]})" if name.endswith(" w") else ""))
+                         f" TFLOP/s  error {m.max_rel_err:.1e}" + (f"  ({m.name.split('tensor cores ', 1)[1]})" if name.endswith(" w") else ""))
     return lines

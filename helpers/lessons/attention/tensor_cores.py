@@ -44,6 +44,7 @@ from numba import cuda, float32
 
 from helpers.backend import is_simulator
 from helpers.counting.ptx import compile_shapes
+from helpers.device import HOPPER_SM, sm_limits
 from helpers.ledger import Ledger
 from helpers.lessons.roofline.kernels import load4, store4
 from helpers.lessons.softmax.kernels import fits, make_row_reductions
@@ -143,17 +144,21 @@ else:
 @dataclass(frozen=True)
 class TensorCoreConfig:
     """``warps`` warps of 16 query rows each; key tiles of ``block_k``; 1 or 3 TF32 passes; ``tile_sums``: each key
-    tile's P V into fresh fragments, added to O in float32 (off: every tile's mma.sync accumulates into O)."""
+    tile's P V into fresh fragments, added to O in float32 (off: every tile's mma.sync accumulates into O);
+    ``min_blocks``: blocks per SM asked of the compiler through launch bounds, which caps the registers per
+    thread at what that many blocks leave (0: no bound; a GPU only, the simulator has no registers)."""
 
     warps: int = 4
     block_k: int = 64
     passes: int = 1
     tile_sums: bool = False
+    min_blocks: int = 0
 
     def __post_init__(self) -> None:
         require_whole("warps", self.warps, high=32)
         require_whole("block_k", self.block_k, high=1024)
         require_flag("tile_sums", self.tile_sums)
+        require_whole("min_blocks", self.min_blocks, low=0, high=HOPPER_SM["blocks"])
         if self.passes not in (1, 3):
             raise ValueError(f"passes must be 1 (TF32) or 3 (3xTF32, float32 accuracy), got {self.passes}")
 
@@ -171,12 +176,22 @@ class TensorCoreConfig:
             raise ValueError(f"d ({d}) must be a multiple of 16: two 8-wide k-steps per 16-byte read")
         if self.block_k % 16:
             raise ValueError(f"block_k ({self.block_k}) must be a multiple of 16: two 8-key n-tiles per read")
+        if 32 * self.warps * self.min_blocks > sm_limits()["threads"]:
+            raise ValueError(f"{self.min_blocks} blocks of {32 * self.warps} threads are more than the "
+                             f"{sm_limits()['threads']:,} threads an SM holds: ask for fewer blocks (min_blocks)")
         if 4 * self.shared_floats(d) > SHARED_BYTES:
             raise ValueError(f"the K and V tiles need {4 * self.shared_floats(d):,} bytes of shared memory, over "
                              f"the {SHARED_BYTES:,} a block holds without opting in: use a smaller block_k")
 
 
-TENSOR_CORE_CONFIG = r"numba (3x)?TF32 tensor cores w(\d+)/k(\d+)"  # how the attention record names them
+TENSOR_CORE_CONFIG = r"numba (3x)?TF32 tensor cores w(\d+)/k(\d+)(?: b(\d+))?"  # how the attention record names them
+
+
+def config_name(config: TensorCoreConfig) -> str:
+    """The record's name of a shape, as :data:`TENSOR_CORE_CONFIG` reads it back."""
+    precision = "3xTF32" if config.passes == 3 else "TF32"
+    bound = f" b{config.min_blocks}" if config.min_blocks else ""
+    return f"numba {precision} tensor cores w{config.warps}/k{config.block_k}{bound}"
 
 
 @lru_cache(maxsize=2)
@@ -184,7 +199,7 @@ def measured_config(passes: int) -> TensorCoreConfig | None:
     """The shape the committed H200 record timed fastest at its longest sequence for this many passes; None until
     it has one."""
     shape = fastest_at_longest(TENSOR_CORE_CONFIG.replace("(3x)?", "3x" if passes == 3 else ""))
-    return TensorCoreConfig(*shape, passes) if shape else None
+    return TensorCoreConfig(shape[0], shape[1], passes, min_blocks=shape[2] if len(shape) > 2 else 0) if shape else None
 
 
 def default_config(passes: int = 1, head_dim: int | None = None) -> TensorCoreConfig:
@@ -242,7 +257,7 @@ def make_fragment_softmax(n_tiles, d_tiles, causal, round_p):
     return softmax_step
 
 
-def make_fragment_kernel(parts, sizes, tile_type, causal):
+def make_fragment_kernel(parts, sizes, tile_type, causal, min_blocks=0):
     """The fused kernel of both tensor-core precisions: each warp owns 16 query rows; S and P stay in its mma
     fragments.  ``parts`` are the precision's device functions (load Q, stage K and V, the scores, the softmax
     step, the weighted sum, store a row); ``sizes`` its warps, key tile and array sizes; ``tile_type`` what its
@@ -252,8 +267,9 @@ def make_fragment_kernel(parts, sizes, tile_type, causal):
     BQ, SCRATCH = 16 * W, 32 * W if is_simulator() else 1
     NEG = float32(-math.inf)
     _, quad_sum = make_row_reductions(4)  # a row's four lanes
+    bounds = {"launch_bounds": (32 * W, min_blocks)} if min_blocks and not is_simulator() else {}
 
-    @cuda.jit
+    @cuda.jit(**bounds)
     def fragment_attention_kernel(q, k, v, out, length, scale):
         # q, k, v, out: one head after another, flattened; 16-byte aligned
         lane = cuda.threadIdx.x % 32
@@ -426,7 +442,7 @@ def make_tf32_rows(head_dim, passes):
     return load_q, store_row
 
 
-def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes, tile_sums=False):
+def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes, tile_sums=False, min_blocks=0):
     """Fused attention on TF32 tensor cores: each warp owns 16 query rows; S and P stay in its fragments
     (``tile_sums``: each key tile's P V summed apart, then added to O)."""
     D, BK, NT, DT = head_dim, block_k, block_k // 8, head_dim // 8
@@ -438,7 +454,7 @@ def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes, 
     load_q, store_row = make_tf32_rows(D, passes)
     parts = (load_q, make_tf32_stage(D, BK, 32 * warps, passes), scores,
              make_fragment_softmax(NT, DT, causal, keep if passes == 3 else tf32), weighted_sum, store_row)
-    return make_fragment_kernel(parts, sizes, float32, causal)
+    return make_fragment_kernel(parts, sizes, float32, causal, min_blocks)
 
 
 # --- the unfused pipeline on tensor cores: S = Q K^T and O = P V as TF32 products through memory ------------
@@ -533,7 +549,7 @@ def tensor_core_kernel(head_dim: int, config: TensorCoreConfig, causal: bool) ->
 
 
 def _make(d: int, c: TensorCoreConfig, causal: bool) -> Any:
-    return make_tensor_core_attention_kernel(d, c.warps, c.block_k, causal, c.passes, c.tile_sums)
+    return make_tensor_core_attention_kernel(d, c.warps, c.block_k, causal, c.passes, c.tile_sums, c.min_blocks)
 
 
 def run_tensor_cores(q: Any, k: Any, v: Any, out: Any, causal: bool = False,
@@ -558,7 +574,8 @@ def count_tensor_cores(heads: int = 1, length: int = 40, d: int = 16, causal: bo
 
 def compile_request(request: dict[str, Any]) -> dict[str, str]:
     """PTX of the kernel for each ``[d, causal, warps, block_k, passes]`` in ``request["shapes"]``, a sixth 1 for
-    tile sums (run with the real compiler by ``helpers.counting.other_backend``; no GPU needed)."""
-    return compile_shapes(request, lambda d, causal, warps, block_k, passes, tile_sums=0:
-                          make_tensor_core_attention_kernel(d, warps, block_k, bool(causal), passes, bool(tile_sums)),
-                          flat_signature(float32))
+    tile sums, a seventh for min_blocks (run with the real compiler by ``helpers.counting.other_backend``; no GPU
+    needed)."""
+    return compile_shapes(request, lambda d, causal, warps, block_k, passes, tile_sums=0, min_blocks=0:
+                          make_tensor_core_attention_kernel(d, warps, block_k, bool(causal), passes, bool(tile_sums),
+                                                            min_blocks), flat_signature(float32))
