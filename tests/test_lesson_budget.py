@@ -15,9 +15,6 @@ WORDS, LINES, TABLE_ROWS = 1600, 60, 12
 COMMENT = re.compile(r"<!--.*?-->", re.S)
 COLUMNS = re.compile(r"\S(?: {2,}|\t)\S.*\S(?: {2,}|\t)\S")  # a line of three or more columns, two spaces apart
 NO_PLOT = {"01_three_kernels"}  # counts bytes, times nothing
-AWAITING_A_GPU_RUN = {"05_trips_against_runtime", "06_drawing_the_boundary", "10_bytes_in_flight"}
-"""Committed with more than 60 printed lines from their last H200 run; their code is trimmed only together with
-that run's re-execution. Strict, so each must leave this set the moment its outputs fit."""
 
 
 def words(notebook: dict) -> int:
@@ -52,9 +49,7 @@ def plots(notebook: dict) -> int:
     return sum("image/png" in o.get("data", {}) for c in notebook["cells"] for o in c.get("outputs", []))
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(
-    strict=True, reason="over 60 printed lines until trimmed and re-executed on a GPU")) if p.stem in AWAITING_A_GPU_RUN else p
-    for p in LESSONS], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
 def test_each_lesson_is_within_its_budget(path: Path) -> None:
     notebook = json.loads(path.read_text())
     lines = sum(len(output) for output in printed(notebook))
