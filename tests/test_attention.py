@@ -287,6 +287,7 @@ def test_the_long_run_checks_sampled_rows_against_float64_and_says_what_the_unfu
     assert all(impl.error() < impl.tolerance for impl in checked[4:])  # the causal ones: each kernel's other path
 
 
+@pytest.mark.skipif(not helpers.is_simulator(), reason="on a GPU the attention record checks each before timing it")
 def test_every_numba_attention_the_record_times_is_right_in_the_simulator():
     """The record's list of Numba attentions (each at the simulator's one shape), checked against float64 at a
     length that is not a multiple of any tile: every entry within its tolerance, tile sums among them."""
