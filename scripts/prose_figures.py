@@ -480,14 +480,14 @@ OUTPUTS.update({
     "nb05_copy_gbs": r"device copy\s+([\d,]+) GB/s = ",
     "nb05_fused_2_20_us": r"numba fused\s+([\d.]+) µs",
     "nb05_fused_graph_2_20_us": r"numba fused \+ graph\s+([\d.]+) µs",
-    "nb05_best_loop_up_to": r"numba fused \(best\) is slower than numba fused: Python loop at \S+ \(by up to (\d+\.\d+)x\)",
-    "nb05_best_gpu_up_to": r"numba fused \(best\) is slower than numba fused: .*; GPU time, L2 warm at \S+ \(by up to (\d+\.\d+)x\)",
+    "nb05_best_loop_up_to": r"numba fused \(best\) is slower than numba fused in the Python loop at \S+ \(by up to (\d+\.\d+)x",
+    "nb05_best_gpu_up_to": r"numba fused \(best\) is slower than numba fused .*; in GPU time, L2 warm at \S+ \(by up to (\d+\.\d+)x",
     "nb05_add_issue_us": r"numba add, lazy @cuda\.jit\s+([\d.]+) µs",
     "nb05_fused_issue_us": r"numba fused, lazy @cuda\.jit\s+([\d.]+) µs",
     "nb05_cupy_issue_us": r"cupy ElementwiseKernel \(add\)\s+([\d.]+) µs",
     "nb05_torch_issue_us": r"torch\.add\(out=\)\s+([\d.]+) µs",
-    "nb05_explicit_add_us": r"explicit signature against lazy, per launch: add issue ([+-]\d+\.\d+) µs",
-    "nb05_explicit_fused_us": r"explicit signature against lazy, per launch: .*; fused issue ([+-]\d+\.\d+) µs",
+    "nb05_explicit_add_us": r"explicit signature minus lazy, per launch: add: issue ([+-]\d+\.\d+) µs",
+    "nb05_explicit_fused_us": r"explicit signature minus lazy, per launch: .*; fused: issue ([+-]\d+\.\d+) µs",
 })
 
 
