@@ -21,10 +21,10 @@ How the tensor core rounds its float32 sum is not documented; Fasi, Higham, Mika
 earlier tensor cores truncating it (rounding toward zero).  A hypothesis, until a GPU tests it: the H200's
 does too, so O, into which every key tile's P V accumulates, takes 3L/8 truncated sums (3xTF32) and drifts
 toward zero as L grows.  ``scripts/attention_rounding_replay.py`` replays this kernel's arithmetic in NumPy:
-with truncated sums it comes near the H200's errors at L = 1024 and 32768 but gives about twice its error at
-4096 (a gap still open); with rounded sums, 10 to 100 times less than measured.
+with truncated sums it comes within about 1.5 times of the H200's errors at L = 1024 and 32768, but gives about
+twice its error at 4096 (a gap still open); with rounded sums, 6 to 80 times less than measured.
 ``TensorCoreConfig(tile_sums=True)`` is the fix to try: each key tile's P V goes into fresh zero fragments,
-then O += tile in ordinary (rounded) float32; replayed with truncated sums, about 3e-6 at L = 4096.
+then O += tile in ordinary (rounded) float32; replayed with truncated sums, 2e-6 to 3.5e-6 at L = 4096.
 ``scripts/attention_rounding_probe.py`` tests the hypothesis on a GPU in one call.
 
 In the CUDA simulator the instruction does not exist: :func:`mma_tf32` is emulated there,
