@@ -115,14 +115,13 @@ def numba_implementations(qkv: Sequence[np.ndarray], error: Callable[[np.ndarray
         c = tensor_cores.default_config(passes, d)
         add(f"numba {precision} tensor cores causal",
             lambda c=c: tensor_cores.run_tensor_cores(dq, dk, dv, out, True, c), True, tf32=passes == 1)
-    if d % 16 == 0:  # 3xTF32 at its default shape, each key tile's P V summed apart (tensor_cores says why)
+    if d % 16 == 0:
+        # 3xTF32 at its default shape, each key tile's P V summed apart (tensor_cores says why)
         c = replace(tensor_cores.default_config(3, d), tile_sums=True)
-        add(f"numba 3xTF32 tile sums w{c.warps}/k{c.block_k}",
-            lambda c=c: tensor_cores.run_tensor_cores(dq, dk, dv, out, False, c), False,
+        add(tensor_cores.config_name(c), lambda c=c: tensor_cores.run_tensor_cores(dq, dk, dv, out, False, c), False,
             tensor_cores.tensor_core_kernel(d, c, False), 32 * c.warps)
         add("numba 3xTF32 tile sums causal", lambda c=c: tensor_cores.run_tensor_cores(dq, dk, dv, out, True, c), True)
-    if d % 16 == 0:  # bf16 pairs: half the bytes of every input and the output; SDPA flash's precision
-        found += bf16_implementations(qkv, error)
+        found += bf16_implementations(qkv, error)  # bf16 pairs: half the bytes of every input and output; SDPA flash's
     if unfused:
         s, p = attention.unfused_buffers(bh, length)
         add("numba unfused (S, P in memory)", lambda: attention.run_unfused(dq, dk, dv, s, p, out))

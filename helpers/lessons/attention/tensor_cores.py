@@ -188,10 +188,12 @@ TENSOR_CORE_CONFIG = r"numba (3x)?TF32 tensor cores w(\d+)/k(\d+)(?: b(\d+))?"  
 
 
 def config_name(config: TensorCoreConfig) -> str:
-    """The record's name of a shape, as :data:`TENSOR_CORE_CONFIG` reads it back."""
+    """The record's name of a shape, as :data:`TENSOR_CORE_CONFIG` reads it back; with tile sums, a name it does
+    not read (the default rule keeps to the kernels without them)."""
     precision = "3xTF32" if config.passes == 3 else "TF32"
     bound = f" b{config.min_blocks}" if config.min_blocks else ""
-    return f"numba {precision} tensor cores w{config.warps}/k{config.block_k}{bound}"
+    kind = "tile sums" if config.tile_sums else "tensor cores"
+    return f"numba {precision} {kind} w{config.warps}/k{config.block_k}{bound}"
 
 
 @lru_cache(maxsize=2)
