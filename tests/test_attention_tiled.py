@@ -193,7 +193,7 @@ def test_launch_bounds_are_checked_named_and_run():
     as the default rule reads it back, and on a GPU the registers fit (the simulator has none to cap)."""
     with pytest.raises(ValueError, match="min_blocks"):
         tc.TensorCoreConfig(8, 32, 1, min_blocks=-1)
-    with pytest.raises(ValueError, match="more than the 2,048 threads an SM holds"):
+    with pytest.raises(ValueError, match="an SM holds 8 blocks of 256 threads and 17,920 bytes of shared memory, not 9"):
         tc.tensor_core_kernel(64, tc.TensorCoreConfig(8, 32, 1, min_blocks=9), False)
     for config, name in ((tc.TensorCoreConfig(8, 32, 1, min_blocks=2), "numba TF32 tensor cores w8/k32 b2"),
                          (tc.TensorCoreConfig(4, 64, 3), "numba 3xTF32 tensor cores w4/k64")):

@@ -44,7 +44,7 @@ from numba import cuda, float32
 
 from helpers.backend import is_simulator
 from helpers.counting.ptx import compile_shapes
-from helpers.device import HOPPER_SM, sm_limits
+from helpers.device import HOPPER_SM, resident_blocks_per_sm
 from helpers.ledger import Ledger
 from helpers.lessons.roofline.kernels import load4, store4
 from helpers.lessons.softmax.kernels import fits, make_row_reductions
@@ -176,9 +176,11 @@ class TensorCoreConfig:
             raise ValueError(f"d ({d}) must be a multiple of 16: two 8-wide k-steps per 16-byte read")
         if self.block_k % 16:
             raise ValueError(f"block_k ({self.block_k}) must be a multiple of 16: two 8-key n-tiles per read")
-        if 32 * self.warps * self.min_blocks > sm_limits()["threads"]:
-            raise ValueError(f"{self.min_blocks} blocks of {32 * self.warps} threads are more than the "
-                             f"{sm_limits()['threads']:,} threads an SM holds: ask for fewer blocks (min_blocks)")
+        holds = resident_blocks_per_sm(None, 32 * self.warps, 4 * self.shared_floats(d))
+        if self.min_blocks > holds:
+            raise ValueError(f"an SM holds {holds} blocks of {32 * self.warps} threads and "
+                             f"{4 * self.shared_floats(d):,} bytes of shared memory, not {self.min_blocks}: "
+                             "ask for fewer blocks (min_blocks)")
         if 4 * self.shared_floats(d) > SHARED_BYTES:
             raise ValueError(f"the K and V tiles need {4 * self.shared_floats(d):,} bytes of shared memory, over "
                              f"the {SHARED_BYTES:,} a block holds without opting in: use a smaller block_k")
