@@ -311,31 +311,40 @@ def make_fragment_kernel(parts, sizes, tile_type, causal, min_blocks=0):
 
 
 def make_tf32_product(passes):
-    """One m16n8k8 product: of TF32 fragments (one pass), or of float32 ones split in three."""
+    """One m16n8k8 product, its A fragment split beforehand by ``split_a`` (A fragments are reused across a row
+    of products, so they are split once), its B fragment split here: TF32 fragments for one pass, float32 ones
+    split in three for three."""
     THREE = passes == 3  # compile-time constant
 
     @cuda.jit(device=True, inline="always")
     def split(x):
-        """(big, small): x's TF32 part and the TF32 of the rest (small is 0 for one pass)."""
-        big = tf32(x)
-        return big, tf32(x - big) if THREE else float32(0)
+        """(big, small): x's TF32 part and the TF32 of the rest (x itself and 0 for one pass: it is TF32 already)."""
+        if THREE:
+            big = tf32(x)
+            return big, tf32(x - big)
+        return x, float32(0)
 
     @cuda.jit(device=True, inline="always")
-    def mma(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
-        """One product: of TF32 fragments (one pass), or of float32 ones split in three (small x big, big x small,
-        big x big)."""
+    def split_a(x0, x1, x2, x3):
+        """An A fragment's four values split: (big0, big1, big2, big3, small0, small1, small2, small3)."""
+        x0, s0 = split(x0)
+        x1, s1 = split(x1)
+        x2, s2 = split(x2)
+        x3, s3 = split(x3)
+        return x0, x1, x2, x3, s0, s1, s2, s3
+
+    @cuda.jit(device=True, inline="always")
+    def mma(a, b0, b1, c0, c1, c2, c3):
+        """One product, ``a`` from ``split_a``: small x big, big x small and big x big for three passes."""
+        a0, a1, a2, a3, sa0, sa1, sa2, sa3 = a
         if THREE:
-            a0, sa0 = split(a0)
-            a1, sa1 = split(a1)
-            a2, sa2 = split(a2)
-            a3, sa3 = split(a3)
             b0, sb0 = split(b0)
             b1, sb1 = split(b1)
             c0, c1, c2, c3 = mma_tf32(sa0, sa1, sa2, sa3, b0, b1, c0, c1, c2, c3)
             c0, c1, c2, c3 = mma_tf32(a0, a1, a2, a3, sb0, sb1, c0, c1, c2, c3)
         return mma_tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3)
 
-    return mma
+    return split_a, mma
 
 
 def make_tf32_stage(head_dim, block_k, threads, passes):
@@ -363,10 +372,11 @@ def make_tf32_stage(head_dim, block_k, threads, passes):
     return stage
 
 
-def make_tf32_products(head_dim, block_k, mma):
+def make_tf32_products(head_dim, block_k, product):
     """S = Q K^T and O += P V for one warp's 16 rows, every fragment one 16-byte shared read."""
     KS4, VS4 = (head_dim + 4) // 4, (block_k + 4) // 4
     NT, DT, KP, S_SIZE = block_k // 8, head_dim // 8, head_dim // 16, 4 * (block_k // 8)
+    split_a, mma = product
 
     @cuda.jit(device=True, inline="always")
     def scores(qf, k_s, s, g, t, scale):  # scale: unused, Q was scaled as it was loaded
@@ -375,28 +385,31 @@ def make_tf32_products(head_dim, block_k, mma):
         for i in range(S_SIZE):
             s[i] = float32(0)
         for p in range(KP):
+            q = 8 * p
+            a = split_a(qf[q], qf[q + 4], qf[q + 1], qf[q + 5])  # k-step 2p, for every n-tile
+            b = split_a(qf[q + 2], qf[q + 6], qf[q + 3], qf[q + 7])  # k-step 2p + 1
             for n in range(NT):
                 key = 16 * (n // 2) + 4 * (g // 2) + 2 * (n % 2) + g % 2
                 y0, y1, y2, y3 = load4(k_s, key * KS4 + 4 * p + t)
-                q = 8 * p
                 s[4 * n], s[4 * n + 1], s[4 * n + 2], s[4 * n + 3] = mma(
-                    qf[q], qf[q + 4], qf[q + 1], qf[q + 5], y0, y1, s[4 * n], s[4 * n + 1], s[4 * n + 2], s[4 * n + 3])
+                    a, y0, y1, s[4 * n], s[4 * n + 1], s[4 * n + 2], s[4 * n + 3])
                 s[4 * n], s[4 * n + 1], s[4 * n + 2], s[4 * n + 3] = mma(
-                    qf[q + 2], qf[q + 6], qf[q + 3], qf[q + 7], y2, y3,
-                    s[4 * n], s[4 * n + 1], s[4 * n + 2], s[4 * n + 3])
+                    b, y2, y3, s[4 * n], s[4 * n + 1], s[4 * n + 2], s[4 * n + 3])
 
     @cuda.jit(device=True, inline="always")
     def weighted_sum(s, vt_s, o, g, t):
         """O += P V.  P's accumulator fragment is already an A fragment, once V's rows are taken in the order of
         S's columns: lane t's keys of n-tiles 2p and 2p + 1 are ``16 p + 4 t .. + 3``, one 16-byte read."""
         for p in range(NT // 2):
+            i, j = 8 * p, 8 * p + 4
+            a = split_a(s[i], s[i + 2], s[i + 1], s[i + 3])  # n-tile 2p of P, for every n-tile of O
+            b = split_a(s[j], s[j + 2], s[j + 1], s[j + 3])  # n-tile 2p + 1
             for n in range(DT):
                 z0, z1, z2, z3 = load4(vt_s, (8 * n + g) * VS4 + 4 * p + t)
-                a, b = 8 * p, 8 * p + 4
                 o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3] = mma(
-                    s[a], s[a + 2], s[a + 1], s[a + 3], z0, z1, o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3])
+                    a, z0, z1, o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3])
                 o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3] = mma(
-                    s[b], s[b + 2], s[b + 1], s[b + 3], z2, z3, o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3])
+                    b, z2, z3, o[4 * n], o[4 * n + 1], o[4 * n + 2], o[4 * n + 3])
 
     return scores, weighted_sum
 
