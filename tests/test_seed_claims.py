@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from numba import cuda
 
 import helpers
-from helpers import results
+from helpers import checks, results
 from helpers.device import compute_capability, sm_count
+from helpers.harness.cli import parse
 from helpers.lessons.arithmetic import measure as sc
 from helpers.lessons.arithmetic import record, report
 from ncu_support import ncu_csv
@@ -68,3 +71,63 @@ def test_round_trip_and_table(tmp_path):
     text = report.summary(back)
     assert "132 SMs x 128 FP32 lanes per SM = 16,896" in text and "torch.compile launches 1" in text
     assert "x not measured" in text and "long_scoreboard (75% of stalls)" in text
+
+
+def _fake_sweep(monkeypatch, kernel=None, n=1003):
+    """sweep_fmas with the GPU-only parts stood in for: each median grows with the FMAs, as a stand-in clock."""
+    class Timed:
+        def __init__(self, ms):
+            self.median_ms = ms
+
+    calls = []
+
+    def fake_time(run, repeats):
+        run()  # the kernel still runs (in the simulator, on the learner's arrays)
+        calls.append(repeats)
+        return Timed(0.1 + 0.001 * len(calls))
+
+    monkeypatch.setattr(sc, "require_gpu", lambda what: None)
+    monkeypatch.setattr(sc.timing, "time_gpu", fake_time)
+    monkeypatch.setattr(sc, "datasheet_bandwidth_gbs", lambda: 4800.0)
+    monkeypatch.setattr(sc, "peak_fp32_flops", lambda: 66.9e12)
+    return sc.sweep_fmas(n, repeats=3, **({"kernel": kernel} if kernel else {})), calls
+
+
+def test_fma_sweep_checks_its_kernel_times_every_count_and_reads_back(monkeypatch, tmp_path):
+    if not helpers.is_simulator():
+        pytest.skip("stands in for the GPU's clock: a simulator test")
+    sweep, calls = _fake_sweep(monkeypatch)
+    assert sweep.fmas == [8 * 2**k for k in range(9)] and calls == [3] * 9
+    assert sweep.median_ms == pytest.approx([0.1 + 0.001 * k for k in range(1, 10)])
+    assert sweep.memory_floor_ms == pytest.approx(8 * 1003 / 4.8e12 * 1e3)
+    assert sweep.knee_fmas == pytest.approx(66.9e12 * 8 / (2 * 4.8e12))
+    lines = report.sweep_lines(sweep)  # 8, 32, 64 (nearest the knee of ~56), 1024 and 2048 FMAs: the 1st, 3rd, 4th, 8th, 9th
+    assert lines[0] == (f"runtime against 8 FMAs per element: x{0.103 / 0.101:.2f} at 32, x{0.104 / 0.101:.2f} at 64 "
+                        f"(the measured point nearest the knee); 1024 -> 2048: x{0.109 / 0.108:.2f}")
+    assert lines[1] == f"at 8 FMAs per element the kernel takes {0.101 / sweep.memory_floor_ms:.2f}x its memory floor"
+    path = results.save(sweep, tmp_path)
+    assert results.load(record.FmaSweep, tmp_path) == sweep and path.name == "fma_sweep.json"
+
+
+def test_fma_sweep_refuses_a_kernel_that_gets_the_arithmetic_wrong(monkeypatch):
+    if not helpers.is_simulator():
+        pytest.skip("stands in for the GPU's clock: a simulator test")
+    @cuda.jit
+    def one_fma_short(x, out, rounds):
+        i = cuda.grid(1)
+        if i < out.size:
+            y = x[i]
+            for _ in range(rounds):
+                for _ in range(7):
+                    y = y * np.float32(0.999) + np.float32(0.001)
+            out[i] = y
+
+    with pytest.raises(checks.CheckFailed):
+        _fake_sweep(monkeypatch, one_fma_short)
+
+
+def test_fma_sweep_is_refused_in_the_simulator_by_name():
+    if not helpers.is_simulator():
+        pytest.skip("the refusal is the simulator's")
+    with pytest.raises(SystemExit):
+        parse("helpers.lessons.arithmetic", sc.COMMANDS, ["sweep"])

@@ -2,4 +2,4 @@
 
 NOTEBOOKS = ("02_the_arithmetic_is_not_the_cost", "03_one_fused_kernel")
 GPU_STEPS = ("02_arithmetic",)
-RESULTS = ("seed_claims",)
+RESULTS = ("seed_claims", "fma_sweep")

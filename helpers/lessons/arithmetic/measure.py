@@ -6,7 +6,8 @@
 * **torch.compile**: how many kernels the compiled expression launches against torch eager,
   the Triton source Inductor generates, and how far its result is from NumPy's.
 
-``all`` runs the three and writes ``seed_claims.json``.
+``all`` runs the three and writes ``seed_claims.json``; ``sweep`` times notebook 02's FMA sweep and writes
+``fma_sweep.json``, which the notebook shows where there is no GPU.
 """
 
 from __future__ import annotations
@@ -19,16 +20,21 @@ import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from numba import cuda
 
+from helpers import checks, timing
 from helpers.backend import is_simulator
-from helpers.device import FP32_LANES_PER_SM, compute_capability, sm_count
+from helpers.device import (FP32_LANES_PER_SM, compute_capability, datasheet_bandwidth_gbs, knee_fmas_per_element,
+                            peak_fp32_flops, sm_count)
 from helpers.harness.cli import Command
-from helpers.harness.peers import require_gpu_module, torch_compile
-from helpers.lessons.arithmetic.record import CompileFusion, KernelUse, LaneCount, SeedClaims
-from helpers.lessons.arithmetic.report import summary
+from helpers.harness.peers import require_gpu, require_gpu_module, torch_compile
+from helpers.lessons.arithmetic.kernels import fma_chain_kernel
+from helpers.lessons.arithmetic.record import CompileFusion, FmaSweep, KernelUse, LaneCount, SeedClaims
+from helpers.lessons.arithmetic.report import summary, sweep_lines
 from helpers.lessons.dram.ncu import (KERNEL_REGEX, NcuError, csv_rows, ncu_available, ncu_command, ncu_output,
                                       short_kernel_name)
 from helpers.results import load
+from helpers.sizes import BLOCK_SIZE, blocks_for, default_size
 
 NCU_LOG2_SIZE = 26  # 256 MiB per array: every kernel streams from DRAM, far past the 60 MiB L2
 
@@ -45,6 +51,7 @@ STALL_METRICS = tuple(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.r
 METRIC_TIERS = (THROUGHPUT_METRICS + ISSUE_METRICS + STALL_METRICS, THROUGHPUT_METRICS + ISSUE_METRICS[:1] + STALL_METRICS,
                 THROUGHPUT_METRICS + STALL_METRICS, THROUGHPUT_METRICS)
 PARTS = ("lanes", "ncu", "compile")
+SWEEP_ROUNDS = tuple(2**k for k in range(9))  # 8 to 2,048 FMAs per element
 
 
 def count_lanes() -> LaneCount:
@@ -192,6 +199,31 @@ def measure(parts: Sequence[str] = PARTS) -> SeedClaims:
     return claims
 
 
+def sweep_fmas(n: int | None = None, repeats: int = 20, kernel: Any = fma_chain_kernel) -> FmaSweep:
+    """Time ``kernel`` (notebook 02's ``fma_chain_kernel``, or a learner's edit of it) at 8 x ``rounds`` FMAs per
+    element for each of :data:`SWEEP_ROUNDS`, on ``n`` elements (the GPU's default size plus 3, as notebook 02),
+    after checking one round against NumPy."""
+    require_gpu("the FMA sweep (it times kernels)")
+    n = n or default_size() + 3
+    x = checks.random_inputs(n)[0]
+    dx, out = cuda.to_device(x), cuda.to_device(checks.poisoned(n))
+    blocks = blocks_for(n)
+    kernel[blocks, BLOCK_SIZE](dx, out, 1)
+    want = x.copy()
+    for _ in range(8):
+        want = want * np.float32(0.999) + np.float32(0.001)
+    checks.check_close(out, want, rtol=1e-5)
+    times = []
+    for rounds in SWEEP_ROUNDS:
+        t = timing.time_gpu(lambda r=rounds: kernel[blocks, BLOCK_SIZE](dx, out, r), repeats=repeats)
+        times.append(t.median_ms)
+    bandwidth_gbs = datasheet_bandwidth_gbs() or timing.copy_bandwidth(n)[1]  # as notebook 02: the bound, else the copy
+    peak = peak_fp32_flops()
+    return FmaSweep(n=n, fmas=[8 * r for r in SWEEP_ROUNDS], median_ms=times, repeats=repeats,
+                    bandwidth_gbs=bandwidth_gbs, peak_flops=peak, memory_floor_ms=8 * n / (bandwidth_gbs * 1e9) * 1e3,
+                    ms_per_fma=2 * n / peak * 1e3, knee_fmas=knee_fmas_per_element(peak, bandwidth_gbs * 1e9, 8))
+
+
 def _printed(claims: Callable[[], SeedClaims], keep: bool = False) -> Callable[[argparse.Namespace], SeedClaims | int]:
     """A command that prints ``claims()``'s summary, and returns the record to write when it should ``keep`` it."""
     def run(args: argparse.Namespace) -> SeedClaims | int:
@@ -210,4 +242,18 @@ COMMANDS = [
     Command("compile", "what torch.compile makes of the expression (printed, not written)",
             _printed(lambda: measure(("compile",)))),
     Command("show", "print the committed result", _printed(lambda: load(SeedClaims))),
+    Command("sweep", "notebook 02's FMA sweep, written to results/<device>/fma_sweep.json",
+            lambda args: _sweep_printed(), check=lambda args: _on_a_gpu("the FMA sweep times kernels")),
 ]
+
+
+def _sweep_printed() -> FmaSweep:
+    sweep = sweep_fmas()
+    print("\n".join(sweep_lines(sweep)))
+    return sweep
+
+
+def _on_a_gpu(what: str) -> None:
+    """A usage error in the simulator, saying that ``what`` needs a GPU."""
+    if is_simulator():
+        raise ValueError(f"{what}: run it on a GPU (this is the simulator)")

@@ -64,3 +64,19 @@ class SeedClaims(Record, schema="seed_claims", version=1):
     ncu_metrics: list[str]
     compile: CompileFusion | None
     errors: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class FmaSweep(Record, schema="fma_sweep", version=1):
+    """Notebook 02's sweep: the median time of ``fma_chain_kernel`` (read 4 bytes, write 4 per element) at each count
+    of FMAs per element, with the two floors it is drawn against."""
+
+    n: int
+    fmas: list[int]  # FMAs per element: 8 x rounds
+    median_ms: list[float]
+    repeats: int
+    bandwidth_gbs: float  # the bound the memory floor uses (the datasheet's, else the measured copy)
+    peak_flops: float  # SMs x FP32 lanes x 2 x clock
+    memory_floor_ms: float  # 8 n bytes / the bound
+    ms_per_fma: float  # the arithmetic floor per FMA per element: 2 n / peak
+    knee_fmas: float  # where the two floors cross

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from helpers.harness.tables import table
-from helpers.lessons.arithmetic.record import CompileFusion, KernelUse, LaneCount, SeedClaims
+from helpers.lessons.arithmetic.record import CompileFusion, FmaSweep, KernelUse, LaneCount, SeedClaims
 
 
 def lanes_line(lanes: LaneCount) -> str:
@@ -53,3 +53,16 @@ def summary(claims: SeedClaims) -> str:
         out.append(compile_lines(claims.compile))
     out += [f"{part} not measured: {why}" for part, why in claims.errors.items()]
     return "\n".join(out)
+
+
+def sweep_lines(sweep: FmaSweep) -> list[str]:
+    """Notebook 02's reading of the FMA sweep: the slowdown from 8 FMAs at 32, at the point nearest the knee and
+    over the last doubling; 8 FMAs against the memory floor; the rate at the last point against the model's peak."""
+    at = dict(zip(sweep.fmas, sweep.median_ms))
+    near = min(sweep.fmas, key=lambda k: abs(k - sweep.knee_fmas))
+    last, before = sweep.fmas[-1], sweep.fmas[-2]
+    achieved = 2 * last * sweep.n / (at[last] * 1e-3)
+    return [f"runtime against 8 FMAs per element: x{at[32] / at[8]:.2f} at 32, x{at[near] / at[8]:.2f} at {near} "
+            f"(the measured point nearest the knee); {before} -> {last}: x{at[last] / at[before]:.2f}",
+            f"at 8 FMAs per element the kernel takes {at[8] / sweep.memory_floor_ms:.2f}x its memory floor",
+            f"at {last} FMAs per element: {achieved / 1e12:.1f} TFLOP/s, {achieved / sweep.peak_flops:.0%} of the model's peak"]
