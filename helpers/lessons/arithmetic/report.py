@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from helpers.harness.tables import table
+from helpers.timing import format_ms
 from helpers.lessons.arithmetic.record import CompileFusion, FmaSweep, KernelUse, LaneCount, SeedClaims
 
 
@@ -66,3 +67,14 @@ def sweep_lines(sweep: FmaSweep) -> list[str]:
             f"(the measured point nearest the knee); {before} -> {last}: x{at[last] / at[before]:.2f}",
             f"at 8 FMAs per element the kernel takes {at[8] / sweep.memory_floor_ms:.2f}x its memory floor",
             f"at {last} FMAs per element: {achieved / 1e12:.1f} TFLOP/s, {achieved / sweep.peak_flops:.0%} of the model's peak"]
+
+
+def floor_lines(rows: Sequence[tuple[str, float, float]], bound_gbs: float) -> list[str]:
+    """Notebook 02's table: for each ``(kernel, bytes moved, median ms)``, its floor at the bound, the time measured,
+    the rate and its share of the bound."""
+    lines = [f"{'kernel':16} {'bytes':>7} {'floor':>10} {'measured':>10} {'GB/s':>6} {'of the bound':>12}"]
+    for kernel, moved, ms in rows:
+        gbs = moved / (ms * 1e-3) / 1e9
+        lines.append(f"{kernel:16} {moved / 1e6:4.0f} MB {format_ms(moved / (bound_gbs * 1e9) * 1e3):>10} "
+                     f"{format_ms(ms):>10} {gbs:6.0f} {gbs / bound_gbs:12.0%}")
+    return lines
