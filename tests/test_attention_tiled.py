@@ -151,6 +151,33 @@ def test_tile_sums_match_float64_and_change_nothing_within_one_key_tile(heads, l
         tc.TensorCoreConfig(4, 64, 3, "yes")
 
 
+PREFETCH_CASES = [(2, length, d, causal) for length in (1, 40, 77) for d in (16, 64) for causal in (False, True)]
+if helpers.is_simulator():  # one case: the simulator emulates every mma.sync, slowly
+    PREFETCH_CASES = [PREFETCH_CASES[5]]  # L = 40, d = 16, causal: two key tiles and a part
+
+
+@pytest.mark.parametrize("heads, length, d, causal", PREFETCH_CASES)
+def test_prefetch_changes_when_tiles_load_not_the_arithmetic(heads, length, d, causal):
+    """With the next key tile fetched into registers while the warps work on this one, every output is bit for bit
+    the kernel's without (one TF32 pass; on a GPU at the fastest shapes' warps and tiles too); and a stage that
+    loads and stores in one step is refused a prefetch."""
+    q, k, v = inputs(heads, length, d, seed=2)
+    shapes = [(1, 16)] if helpers.is_simulator() else [(8, 32), (8, 64), (4, 32)]
+    for warps, block_k in shapes:
+        got = {}
+        for prefetch in (False, True):
+            out = poisoned(heads * length * d).reshape(heads, length, d)
+            config = tc.TensorCoreConfig(warps, block_k, 1, prefetch=prefetch)
+            tc.run_tensor_cores(*(cuda.to_device(a) for a in (q, k, v)), out, causal=causal, config=config)
+            got[prefetch] = out.copy_to_host()
+        assert not np.isnan(got[True]).any(), "a poisoned output element was never written"
+        assert np.array_equal(got[True], got[False]), f"w{warps}/k{block_k}"
+        assert relative_error(got[True], at.reference(q, k, v, causal)) < TF32_TOLERANCE
+    with pytest.raises(ValueError, match="cannot prefetch"):
+        tc.make_tile_steps(lambda *args: None, 16, True)
+    assert tc.config_name(tc.TensorCoreConfig(8, 32, 1, prefetch=True)) == "numba TF32 tensor cores w8/k32 prefetch"
+
+
 @pytest.mark.skipif(helpers.is_simulator(), reason="a GPU runs the tiled kernel at every awkward shape")
 @pytest.mark.parametrize("length", [1, 77, 1000])
 @pytest.mark.parametrize("d", [16, 32, 64, 128])

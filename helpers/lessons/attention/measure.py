@@ -79,6 +79,8 @@ def tensor_core_configs(d: int, passes: int) -> list[tensor_cores.TensorCoreConf
     shapes = [tensor_cores.TensorCoreConfig(w, k, passes) for w in (2, 4, 8) for k in (32, 64)]
     if passes == 1:  # and 16 warps an SM, by launch bounds that cap the registers at 128 (the compiler may spill)
         shapes += [tensor_cores.TensorCoreConfig(w, k, 1, min_blocks=16 // w) for w, k in ((8, 32), (8, 64), (4, 32))]
+        # and the next key tile fetched into registers during the work on this one (no spills at these shapes)
+        shapes += [tensor_cores.TensorCoreConfig(8, k, 1, prefetch=True) for k in (32, 64)]
     return fitting(shapes, d)
 
 

@@ -60,7 +60,10 @@ class AttentionDram(results.Record, schema="reductions_attention_ncu", version=1
 
 
 def fastest_at_longest(pattern: str) -> tuple[int, ...] | None:
-    """The numbers in the name of the fastest entry matching ``pattern`` at the committed record's longest
-    sequence (the H200's), e.g. a block shape; None without the record or such an entry."""
+    """The parts of the name of the fastest entry matching ``pattern`` at the committed record's longest sequence
+    (the H200's), e.g. a block shape: each group's number, 0 for an optional group that is absent and 1 for one
+    that names a word (`` prefetch``); None without the record or such an entry."""
     found = committed_fastest(AttentionBench, pattern, key=lambda row: row.length)
-    return tuple(int(x) for x in found[max(found)].groups() if x is not None) if found else None
+    if not found:
+        return None
+    return tuple(0 if x is None else int(x) if x.isdigit() else 1 for x in found[max(found)].groups())

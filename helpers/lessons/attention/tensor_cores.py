@@ -146,18 +146,22 @@ class TensorCoreConfig:
     """``warps`` warps of 16 query rows each; key tiles of ``block_k``; 1 or 3 TF32 passes; ``tile_sums``: each key
     tile's P V into fresh fragments, added to O in float32 (off: every tile's mma.sync accumulates into O);
     ``min_blocks``: blocks per SM asked of the compiler through launch bounds, which caps the registers per
-    thread at what that many blocks leave (0: no bound; a GPU only, the simulator has no registers)."""
+    thread at what that many blocks leave (0: no bound; a GPU only, the simulator has no registers);
+    ``prefetch``: the next key tile is loaded into registers while the warps work on this one, then stored to
+    shared memory (off: each tile is loaded and stored before the work on it starts)."""
 
     warps: int = 4
     block_k: int = 64
     passes: int = 1
     tile_sums: bool = False
     min_blocks: int = 0
+    prefetch: bool = False
 
     def __post_init__(self) -> None:
         require_whole("warps", self.warps, high=32)
         require_whole("block_k", self.block_k, high=1024)
         require_flag("tile_sums", self.tile_sums)
+        require_flag("prefetch", self.prefetch)
         require_whole("min_blocks", self.min_blocks, low=0, high=HOPPER_SM["blocks"])
         if self.passes not in (1, 3):
             raise ValueError(f"passes must be 1 (TF32) or 3 (3xTF32, float32 accuracy), got {self.passes}")
@@ -186,7 +190,7 @@ class TensorCoreConfig:
                              f"the {SHARED_BYTES:,} a block holds without opting in: use a smaller block_k")
 
 
-TENSOR_CORE_CONFIG = r"numba (3x)?TF32 tensor cores w(\d+)/k(\d+)(?: b(\d+))?"  # how the attention record names them
+TENSOR_CORE_CONFIG = r"numba (3x)?TF32 tensor cores w(\d+)/k(\d+)(?: b(\d+))?( prefetch)?"  # the record's names
 
 
 def config_name(config: TensorCoreConfig) -> str:
@@ -195,7 +199,7 @@ def config_name(config: TensorCoreConfig) -> str:
     precision = "3xTF32" if config.passes == 3 else "TF32"
     bound = f" b{config.min_blocks}" if config.min_blocks else ""
     kind = "tile sums" if config.tile_sums else "tensor cores"
-    return f"numba {precision} {kind} w{config.warps}/k{config.block_k}{bound}"
+    return f"numba {precision} {kind} w{config.warps}/k{config.block_k}{bound}{' prefetch' if config.prefetch else ''}"
 
 
 @lru_cache(maxsize=2)
@@ -203,7 +207,7 @@ def measured_config(passes: int) -> TensorCoreConfig | None:
     """The shape the committed H200 record timed fastest at its longest sequence for this many passes; None until
     it has one."""
     shape = fastest_at_longest(TENSOR_CORE_CONFIG.replace("(3x)?", "3x" if passes == 3 else ""))
-    return TensorCoreConfig(shape[0], shape[1], passes, min_blocks=shape[2] if len(shape) > 2 else 0) if shape else None
+    return TensorCoreConfig(shape[0], shape[1], passes, min_blocks=shape[2], prefetch=bool(shape[3])) if shape else None
 
 
 def default_config(passes: int = 1, head_dim: int | None = None) -> TensorCoreConfig:
@@ -261,13 +265,14 @@ def make_fragment_softmax(n_tiles, d_tiles, causal, round_p):
     return softmax_step
 
 
-def make_fragment_kernel(parts, sizes, tile_type, causal, min_blocks=0):
+def make_fragment_kernel(parts, sizes, tile_type, causal, min_blocks=0, prefetch=False):
     """The fused kernel of both tensor-core precisions: each warp owns 16 query rows; S and P stay in its mma
     fragments.  ``parts`` are the precision's device functions (load Q, stage K and V, the scores, the softmax
     step, the weighted sum, store a row); ``sizes`` its warps, key tile and array sizes; ``tile_type`` what its
-    tiles and Q fragments hold (float32, or uint32 pairs of bf16)."""
+    tiles and Q fragments hold (float32, or uint32 pairs of bf16); ``prefetch``: see :func:`make_tile_steps`."""
     load_q, stage, scores, softmax_step, weighted_sum, store_row = parts
     W, BK, K_SIZE, V_SIZE, Q_SIZE, S_SIZE, O_SIZE = sizes  # compile-time constants
+    first, begin, HELD = make_tile_steps(stage, BK, prefetch)
     BQ, SCRATCH = 16 * W, 32 * W if is_simulator() else 1
     NEG = float32(-math.inf)
     _, quad_sum = make_row_reductions(4)  # a row's four lanes
@@ -289,14 +294,15 @@ def make_fragment_kernel(parts, sizes, tile_type, causal, min_blocks=0):
         o = cuda.local.array(O_SIZE, float32)
         m = cuda.local.array(2, float32)
         total = cuda.local.array(2, float32)
+        held = cuda.local.array(HELD, float32)  # this thread's share of a K and V tile, on its way to shared memory
         load_q(q, qf, head + rows, head + length, t, scale)
         for i in range(O_SIZE):
             o[i] = float32(0)
         m[0], m[1], total[0], total[1] = NEG, NEG, float32(0), float32(0)
         keys = min(length, q0 + BQ) if causal else length
+        first(k, v, held, head, head + length)
         for start in range(0, keys, BK):
-            stage(k, v, k_s, vt_s, head + start, head + length)
-            cuda.syncthreads()
+            begin(k, v, k_s, vt_s, held, head + start, start + BK < keys, head + length)
             scores(qf, k_s, s, g, t, scale)
             masked = start + BK > length or (causal and start + BK - 1 > q0)  # the same for the whole block
             softmax_step(s, m, total, o, scratch, rows, t, start, length, masked)
@@ -348,28 +354,88 @@ def make_tf32_product(passes):
 
 
 def make_tf32_stage(head_dim, block_k, threads, passes):
-    """Stage a tile of K (as it is) and of V (transposed); zeros past the end."""
+    """A tile of K (as it is) and of V (transposed), zeros past ``end``, rounded to TF32 for one pass.  Returns
+    ``stage``, which loads each of this thread's pieces and stores it to shared memory in turn, and ``(fetch, put,
+    HELD)``, the same in two steps: ``fetch`` loads this thread's whole share into registers (``held``, HELD
+    floats), ``put`` stores it."""
     D4, BK, THREADS, THREE = head_dim // 4, block_k, threads, passes == 3  # compile-time constants
     KS4, VS4 = (head_dim + 4) // 4, (block_k + 4) // 4  # padded row strides of the two tiles, in float4s
+    EACH = -(-BK * D4 // THREADS)  # float4s of K (and of V) per thread
+
+    @cuda.jit(device=True, inline="always")
+    def load(k, v, e, row0, end):
+        """Piece ``e``: dims ``4 (e // BK) .. + 3`` of key ``e % BK`` of K and of V (neighbouring lanes take
+        neighbouring keys, so the transposed stores do not conflict)."""
+        r, c4 = e % BK, e // BK
+        x0 = x1 = x2 = x3 = y0 = y1 = y2 = y3 = float32(0)
+        if row0 + r < end:
+            x0, x1, x2, x3 = load4(k, (row0 + r) * D4 + c4)
+            y0, y1, y2, y3 = load4(v, (row0 + r) * D4 + c4)
+        return x0, x1, x2, x3, y0, y1, y2, y3
+
+    @cuda.jit(device=True, inline="always")
+    def store(k_s, vt_s, e, x0, x1, x2, x3, y0, y1, y2, y3):
+        r, c4 = e % BK, e // BK
+        if not THREE:
+            x0, x1, x2, x3, y0, y1, y2, y3 = (tf32(x0), tf32(x1), tf32(x2), tf32(x3),
+                                              tf32(y0), tf32(y1), tf32(y2), tf32(y3))
+        store4(k_s, r * KS4 + c4, x0, x1, x2, x3)
+        base = 4 * c4 * 4 * VS4 + r
+        vt_s[base], vt_s[base + 4 * VS4], vt_s[base + 8 * VS4], vt_s[base + 12 * VS4] = y0, y1, y2, y3
 
     @cuda.jit(device=True, inline="always")
     def stage(k, v, k_s, vt_s, row0, end):
-        """K rows as they are, V transposed (its columns become rows); rounded to TF32 for one pass; zeros past
-        ``end``."""
         for e in range(cuda.threadIdx.x, BK * D4, THREADS):
-            r, c4 = e % BK, e // BK  # neighbouring lanes: neighbouring keys, so the transposed stores do not conflict
-            x0 = x1 = x2 = x3 = y0 = y1 = y2 = y3 = float32(0)
-            if row0 + r < end:
-                x0, x1, x2, x3 = load4(k, (row0 + r) * D4 + c4)
-                y0, y1, y2, y3 = load4(v, (row0 + r) * D4 + c4)
-            if not THREE:
-                x0, x1, x2, x3, y0, y1, y2, y3 = (tf32(x0), tf32(x1), tf32(x2), tf32(x3),
-                                                  tf32(y0), tf32(y1), tf32(y2), tf32(y3))
-            store4(k_s, r * KS4 + c4, x0, x1, x2, x3)
-            base = 4 * c4 * 4 * VS4 + r
-            vt_s[base], vt_s[base + 4 * VS4], vt_s[base + 8 * VS4], vt_s[base + 12 * VS4] = y0, y1, y2, y3
+            x0, x1, x2, x3, y0, y1, y2, y3 = load(k, v, e, row0, end)
+            store(k_s, vt_s, e, x0, x1, x2, x3, y0, y1, y2, y3)
 
-    return stage
+    @cuda.jit(device=True, inline="always")
+    def fetch(k, v, held, row0, end):
+        for j in range(EACH):
+            e = cuda.threadIdx.x + j * THREADS
+            if e < BK * D4:
+                (held[8 * j], held[8 * j + 1], held[8 * j + 2], held[8 * j + 3], held[8 * j + 4], held[8 * j + 5],
+                 held[8 * j + 6], held[8 * j + 7]) = load(k, v, e, row0, end)
+
+    @cuda.jit(device=True, inline="always")
+    def put(held, k_s, vt_s):
+        for j in range(EACH):
+            e = cuda.threadIdx.x + j * THREADS
+            if e < BK * D4:
+                store(k_s, vt_s, e, held[8 * j], held[8 * j + 1], held[8 * j + 2], held[8 * j + 3], held[8 * j + 4],
+                      held[8 * j + 5], held[8 * j + 6], held[8 * j + 7])
+
+    return stage, (fetch, put, 8 * EACH)
+
+
+def make_tile_steps(stage, block_k, prefetch):
+    """The key-tile steps of the fused kernel: ``first(k, v, held, row0, end)`` before the loop, and ``begin(k, v,
+    k_s, vt_s, held, row0, more, end)`` at the top of each tile, which leaves the tile in shared memory for every
+    warp.  ``stage`` is a precision's one-step stage ``(k, v, k_s, vt_s, row0, end)``, or that and ``(fetch, put,
+    HELD)``; with ``prefetch`` each tile is put from registers and the next one (when ``more``) fetched at once,
+    its loads in flight while the warps work.  Returns (first, begin, HELD)."""
+    BK = block_k  # compile-time constant
+    stage, (fetch, put, held_size) = stage if isinstance(stage, tuple) else (stage, (None, None, 1))
+    if prefetch and fetch is None:
+        raise ValueError("this precision stages a tile in one step: it cannot prefetch")
+
+    @cuda.jit(device=True, inline="always")
+    def nothing(k, v, held, row0, end):
+        pass
+
+    @cuda.jit(device=True, inline="always")
+    def begin_staged(k, v, k_s, vt_s, held, row0, more, end):
+        stage(k, v, k_s, vt_s, row0, end)
+        cuda.syncthreads()
+
+    @cuda.jit(device=True, inline="always")
+    def begin_prefetched(k, v, k_s, vt_s, held, row0, more, end):
+        put(held, k_s, vt_s)  # fetched during the last tile (or by ``first``)
+        cuda.syncthreads()
+        if more:
+            fetch(k, v, held, row0 + BK, end)
+
+    return (fetch, begin_prefetched, held_size) if prefetch else (nothing, begin_staged, 1)
 
 
 def make_tf32_products(head_dim, block_k, product):
@@ -459,7 +525,8 @@ def make_tf32_rows(head_dim, passes):
     return load_q, store_row
 
 
-def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes, tile_sums=False, min_blocks=0):
+def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes, tile_sums=False, min_blocks=0,
+                                      prefetch=False):
     """Fused attention on TF32 tensor cores: each warp owns 16 query rows; S and P stay in its fragments
     (``tile_sums``: each key tile's P V summed apart, then added to O)."""
     D, BK, NT, DT = head_dim, block_k, block_k // 8, head_dim // 8
@@ -471,7 +538,7 @@ def make_tensor_core_attention_kernel(head_dim, warps, block_k, causal, passes, 
     load_q, store_row = make_tf32_rows(D, passes)
     parts = (load_q, make_tf32_stage(D, BK, 32 * warps, passes), scores,
              make_fragment_softmax(NT, DT, causal, keep if passes == 3 else tf32), weighted_sum, store_row)
-    return make_fragment_kernel(parts, sizes, float32, causal, min_blocks)
+    return make_fragment_kernel(parts, sizes, float32, causal, min_blocks, prefetch)
 
 
 # --- the unfused pipeline on tensor cores: S = Q K^T and O = P V as TF32 products through memory ------------
@@ -566,7 +633,8 @@ def tensor_core_kernel(head_dim: int, config: TensorCoreConfig, causal: bool) ->
 
 
 def _make(d: int, c: TensorCoreConfig, causal: bool) -> Any:
-    return make_tensor_core_attention_kernel(d, c.warps, c.block_k, causal, c.passes, c.tile_sums, c.min_blocks)
+    return make_tensor_core_attention_kernel(d, c.warps, c.block_k, causal, c.passes, c.tile_sums, c.min_blocks,
+                                             c.prefetch)
 
 
 def run_tensor_cores(q: Any, k: Any, v: Any, out: Any, causal: bool = False,
@@ -591,8 +659,8 @@ def count_tensor_cores(heads: int = 1, length: int = 40, d: int = 16, causal: bo
 
 def compile_request(request: dict[str, Any]) -> dict[str, str]:
     """PTX of the kernel for each ``[d, causal, warps, block_k, passes]`` in ``request["shapes"]``, a sixth 1 for
-    tile sums, a seventh for min_blocks (run with the real compiler by ``helpers.counting.other_backend``; no GPU
-    needed)."""
-    return compile_shapes(request, lambda d, causal, warps, block_k, passes, tile_sums=0, min_blocks=0:
+    tile sums, a seventh for min_blocks, an eighth 1 for prefetch (run with the real compiler by
+    ``helpers.counting.other_backend``; no GPU needed)."""
+    return compile_shapes(request, lambda d, causal, warps, block_k, passes, tile_sums=0, min_blocks=0, prefetch=0:
                           make_tensor_core_attention_kernel(d, warps, block_k, bool(causal), passes, bool(tile_sums),
-                                                            min_blocks), flat_signature(float32))
+                                                            min_blocks, bool(prefetch)), flat_signature(float32))
