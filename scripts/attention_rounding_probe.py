@@ -74,7 +74,7 @@ def main() -> int:
     base = tc.default_config(3, d)
     shapes = [tuple(int(x) for x in s.split("x")) for s in env("SHAPES", "").split(",") if s] or [
         (base.warps, base.block_k)]
-    print(f"device: {'simulator' if is_simulator() else cuda.get_current_device().name.decode()}")
+    print(f"device: {'simulator' if is_simulator() else (lambda n: n.decode() if isinstance(n, bytes) else n)(cuda.get_current_device().name)}")
     mma_rounding()
     rng = np.random.default_rng()
     bh = batch * heads
