@@ -1114,12 +1114,12 @@ def _nb13_flops(length: int = 4096, causal: bool = False) -> float:
 _NB13 = {"onerow": "numba fused q", "tiled": "numba tiled q", "naive": "torch naive fp32", "tf32": "numba TF32 tensor cores w",
          "naive_tf32": "torch naive TF32", "three": "numba 3xTF32 tensor cores w", "efficient": "torch SDPA efficient fp32",
          "bf16": "numba bf16 tensor cores", "flash": "torch SDPA flash bf16", "unfused": "numba unfused (S",
-         "unfused_tf32": "numba unfused TF32"}
-for _key in ("onerow", "tiled", "naive", "tf32", "naive_tf32", "three", "bf16", "flash"):
+         "unfused_tf32": "numba unfused TF32", "tile_sums": "numba 3xTF32 tile sums w"}
+for _key in ("onerow", "tiled", "naive", "tf32", "naive_tf32", "three", "bf16", "flash", "tile_sums", "efficient"):
     figure(f"nb13_{_key}_ms")(lambda p=_NB13[_key]: _nb13_best(p)["median_ms"])
 for _key in ("tiled", "tf32", "flash"):
     figure(f"nb13_{_key}_tflops")(lambda p=_NB13[_key]: _nb13_flops() / _nb13_best(p)["median_ms"] / 1e9)
-for _key in ("tiled", "three", "efficient"):
+for _key in ("three", "efficient", "tile_sums"):
     figure(f"nb13_{_key}_error")(lambda p=_NB13[_key]: _nb13_best(p)["max_rel_err"])
 figure("nb13_three_error_1024")(lambda: _nb13_best(_NB13["three"], 1024)["max_rel_err"])
 figure("nb13_tiled_pct_peak")(lambda: 100 * _nb13_flops() / _nb13_best(_NB13["tiled"])["median_ms"] / 1e-3
