@@ -18,10 +18,12 @@ The inputs are TF32: a float32 with its mantissa rounded to 10 bits (:func:`tf32
 then ``a b ~ big_a big_b + big_a small_b + small_a big_b``.
 
 How the tensor core rounds its float32 sum is not documented; Fasi, Higham, Mikaitis and Pranesh (2021) found
-earlier tensor cores truncating it (rounding toward zero).  The H200's does too: ``scripts/attention_rounding_probe.py``
-(its output in ``results/h200/attention_rounding_probe.txt``) has one mma.sync add 3 x 2^-25 to 1, and it returns 1
-where rounding to nearest gives 1 + 2^-23.  So O, into which every key tile's P V accumulates, takes 3L/8 truncated
-sums (3xTF32) and drifts toward zero as L grows: 3.6e-5 at L = 4096 in the 2026-12-06 record.
+earlier tensor cores truncating it (rounding toward zero).  The H200's does not round either:
+``scripts/attention_rounding_probe.py`` (its output in ``results/h200/attention_rounding_probe.txt``) has one
+mma.sync add 3 x 2^-25 to 1 and gets 1, where rounding to nearest gives 1 + 2^-23, and add -2^-26 to 1 and get 1,
+where truncating the exact sum would give 1 - 2^-24: a product's bits below the sum's last bit are dropped as it is
+aligned.  We think those losses, over the 3L/8 mma.sync sums into O (3xTF32), are what grows with L: 3.6e-5 at
+L = 4096 in the 2026-12-06 record (errors vary between input draws; 2.2e-5 in the probe's).
 ``scripts/attention_rounding_replay.py`` replays this kernel's arithmetic in NumPy; with truncated sums it comes
 within about 1.5 times of the H200's errors, with rounded sums 6 to 80 times below them.
 ``TensorCoreConfig(tile_sums=True)`` is the fix: each key tile's P V goes into fresh zero fragments, then O += tile
