@@ -27,6 +27,7 @@ import helpers  # noqa: E402  (switches the simulator on where there is no GPU)
 from numba import cuda, float32  # noqa: E402
 
 from helpers.backend import is_simulator  # noqa: E402
+from helpers.device import device_name  # noqa: E402
 from helpers.lessons.attention import tensor_cores as tc  # noqa: E402
 from helpers.lessons.attention.measure import attention_error  # noqa: E402
 from helpers.timing import time_gpu  # noqa: E402
@@ -74,7 +75,7 @@ def main() -> int:
     base = tc.default_config(3, d)
     shapes = [tuple(int(x) for x in s.split("x")) for s in env("SHAPES", "").split(",") if s] or [
         (base.warps, base.block_k)]
-    print(f"device: {'simulator' if is_simulator() else (lambda n: n.decode() if isinstance(n, bytes) else n)(cuda.get_current_device().name)}")
+    print(f"device: {device_name()}")
     mma_rounding()
     rng = np.random.default_rng()
     bh = batch * heads
