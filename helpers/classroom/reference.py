@@ -33,13 +33,15 @@ def source_path(number: int, folder: Path = SOURCES) -> Path:
 
 
 def definitions_only(source: str) -> bool:
-    """Whether a cell holds only imports, definitions and constants (such as MAX_PARTIALS = 1024)."""
+    """Whether a cell holds only imports, definitions, constants (such as MAX_PARTIALS = 1024) and empty caches
+    (such as ``scratch = {}``)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return False
     kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
-    constant = lambda node: isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)  # noqa: E731
+    constant = lambda node: isinstance(node, ast.Assign) and (  # noqa: E731
+        isinstance(node.value, ast.Constant) or (isinstance(node.value, ast.Dict) and not node.value.keys))
     return bool(tree.body) and all(isinstance(node, kinds) or constant(node) for node in tree.body)
 
 
