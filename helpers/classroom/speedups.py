@@ -98,8 +98,15 @@ def _device_inputs(exercise: Exercise, n: int) -> list[Any]:
     return [cuda.to_device(inputs[a]) if isinstance(inputs[a], np.ndarray) else inputs[a] for a in exercise.args]
 
 
-def _bytes_per_element(fn: Callable[..., Any], args: Sequence[Any], n: int) -> tuple[int | None, float | None]:
-    """Launches and bytes per element to the n-element arrays, from the ledger (None if it cannot count)."""
+COUNT_SIZE = 2**20 + 3  # the ledger counts here: a count per element does not depend on n, and exercise 4's
+# one-block maximum loops n / 256 times, past what the static counter follows at the GPU's n
+
+
+def _bytes_per_element(fn: Callable[..., Any], exercise: Exercise, n: int) -> tuple[int | None, float | None]:
+    """Launches and bytes per element to the n-element arrays, from the ledger on fresh inputs of
+    ``min(n, COUNT_SIZE)`` elements (None if it cannot count)."""
+    n = min(n, COUNT_SIZE)
+    args = _device_inputs(exercise, n)
     try:
         with Ledger("timed") as ledger:
             fn(*args)
@@ -118,9 +125,9 @@ def measure(number: int, fused: Callable[..., Any], unfused: Callable[..., Any],
         print(SIMULATOR_MESSAGE)
         return None
     exercise = EXERCISES[number]
+    launches, unfused_bytes = _bytes_per_element(unfused, exercise, n)
+    _, fused_bytes = _bytes_per_element(fused, exercise, n)
     args = _device_inputs(exercise, n)
-    launches, unfused_bytes = _bytes_per_element(unfused, args, n)
-    _, fused_bytes = _bytes_per_element(fused, args, n)
     times = {}
     for label, fn in (("unfused", unfused), ("fused", fused)):
         timing = time_gpu(lambda: fn(*args), label=label, repeats=repeats)
@@ -197,8 +204,9 @@ def committed_line(number: int) -> str:
     return _line(row, f"The reference solution, measured on {where}")
 
 
-def show(number: int, fused: Callable[..., Any], unfused: Callable[..., Any], n: int | None = None) -> ExerciseTiming | None:
-    """Print the speedup of your fused function over the given unfused one: measured on a GPU, committed otherwise."""
+def show(number: int, fused: Callable[..., Any], unfused: Callable[..., Any], n: int | None = None) -> None:
+    """Print the speedup of your fused function over the given unfused one: measured on a GPU, committed otherwise
+    (it returns nothing, so a notebook cell shows only the printed lines)."""
     if not callable(fused) or not callable(unfused):
         raise TypeError("pass your fused function and the given unfused one, e.g. `show(1, saxpy_relu, saxpy_relu_unfused)`")
     if isinstance(number, bool) or number not in EXERCISES:
@@ -210,7 +218,6 @@ def show(number: int, fused: Callable[..., Any], unfused: Callable[..., Any], n:
     row = measure(number, fused, unfused, n or GPU_DEFAULT_SIZE)
     print(_line(row, f"Your kernel, measured now on {results.describe_here()}"))
     print(committed_line(number))
-    return row
 
 
 def table(record: ExerciseSpeedups) -> str:
