@@ -533,6 +533,13 @@ for _kernel in ("naive", "grid_stride", "ilp4"):  # registers of the kernels as 
     figure(f"nb07_{_kernel}_registers")(lambda k=_kernel: float(_roofline_row()["variants"][k]["registers"]))
 
 
+@figure("nb07_knee_flops_per_byte")
+def _nb07_knee_flops_per_byte() -> float:
+    """Notebook 02's compute knee in flops per byte: the model's FP32 peak over the datasheet bandwidth."""
+    sweep = committed("fma_sweep")
+    return sweep["peak_flops"] / (sweep["bandwidth_gbs"] * 1e9)
+
+
 @figure("nb07_naive_pct_bound")
 def _nb07_naive_pct_bound() -> float:
     return 100 * _roofline_row()["variants"]["naive"]["gbs"] / ceiling.bound_gbs()

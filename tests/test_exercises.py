@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import inspect
 import re
 import shutil
 import subprocess
@@ -102,12 +103,31 @@ GRADED_UNFUSED = [p for p in SOURCES if int(p.name[:2]) != 2]
 
 @pytest.mark.parametrize("source", GRADED_UNFUSED, ids=[p.stem for p in GRADED_UNFUSED])
 def test_the_given_unfused_pipelines_are_correct_but_fail_the_budget(source, tmp_path):
+    """Passed as a student's function (under another name), the given pipeline gets right values and fails the
+    budget, with a message that names no budget: the budgets are graded answers."""
     exercise = grading.EXERCISES[int(source.name[:2])]
-    module = _solution_module(source, tmp_path)
+    given = getattr(_solution_module(source, tmp_path), exercise.unfused)
+
+    def renamed(*args):
+        return given(*args)
+
+    renamed.__signature__ = inspect.signature(given)
     with pytest.raises(CheckFailed, match=r"you made \d+ trips to memory in \d+ launches") as failure:
-        grading.grade(exercise, getattr(module, exercise.unfused))
+        grading.grade(exercise, renamed)
     trips = int(re.search(r"you made (\d+) trips", str(failure.value)).group(1))
     assert trips > exercise.trips
+    assert "more than this computation needs" in str(failure.value)
+    assert not re.search(rf"\b{exercise.trips} trips\b|needs {exercise.trips}\b", str(failure.value))
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=[p.stem for p in SOURCES])
+def test_the_given_pipeline_itself_is_refused_by_name(source, tmp_path):
+    """Checking the given pipeline would print its counts, which exercises 2, 3 and 5 ask the student to predict."""
+    exercise = grading.EXERCISES[int(source.name[:2])]
+    given = getattr(_solution_module(source, tmp_path), exercise.unfused)
+    with pytest.raises(grading.BadArgument, match=rf"`{exercise.unfused}` is the given pipeline") as refusal:
+        grading.grade(exercise, given)
+    assert not re.search(r"\d", str(refusal.value))
 
 
 def test_every_exercise_has_a_source_and_every_source_an_exercise():

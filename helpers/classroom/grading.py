@@ -27,7 +27,8 @@ after every array, and watches the copies and the launches:
 
 Last, the launches are recorded with :class:`helpers.ledger.Ledger` and the trips
 and bytes per element are held to the exercise's budget, so a correct answer that
-is not fused still fails: "you made 6 trips ...; the fused kernel needs 2".
+is not fused still fails: "you made 6 trips ... (...), more than this computation needs", with a hint
+that names no budget (the budgets are graded answers).  The given pipeline itself is refused by name.
 Only traffic to the n-element arrays counts; a one-number result (a maximum kept
 in a one-element array) is left out.  Where the compiled code cannot say which
 elements a store touches because it runs only for some values (``if v > 0:
@@ -427,14 +428,12 @@ def _hold_to_budget(exercise: Exercise, ledger: Ledger, trips: int, per_element:
     if trips > exercise.trips:
         raise CheckFailed(
             f"you made {trips} trips to memory in {launches} launch{'es' if launches != 1 else ''} "
-            f"({_launch_names(ledger.launches)}); the fused kernel needs {exercise.trips}. "
-            f"{exercise.budget_hint}"
+            f"({_launch_names(ledger.launches)}), more than this computation needs. {exercise.budget_hint}"
         )
     if per_element > exercise.bytes_per_element + 1e-9:
         raise CheckFailed(
-            f"your kernel moves {_num(per_element)} bytes per element; "
-            f"{_num(exercise.bytes_per_element)} are enough. Read only the arrays the result needs, "
-            "and write each result once, straight to its output"
+            f"your kernel moves {_num(per_element)} bytes per element, more than the result needs. Read only "
+            "the arrays the result needs, and write each result once, straight to its output"
         )
 
 
@@ -499,6 +498,11 @@ def _check_function(exercise: Exercise, fn: Callable[..., Any]) -> None:
         )
     if is_stub(fn):
         raise CheckFailed(stub_message(exercise.function))
+    if getattr(fn, "__name__", None) == exercise.unfused:
+        raise BadArgument(
+            f"`{exercise.unfused}` is the given pipeline, whose counts you are asked to predict: check "
+            f"`{exercise.function}`, your own function"
+        )
     check_signature(exercise, fn)
 
 

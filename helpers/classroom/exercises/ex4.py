@@ -65,8 +65,8 @@ EXERCISE = Exercise(
     expect=_expect_4,
     trips=3,
     bytes_per_element=12,
-    budget_hint="Two passes are enough: the first reads x and keeps only running maxima (one number "
-    "per block, not an array of |x|), the second reads x again and writes out.",
+    budget_hint="Store no array of |x|: keep only running maxima (one number per block), and compute "
+    "|x| again wherever you need it.",
     alternatives=(
         Alternative(
             alt(lambda v: v["x"] / np.max(v["x"])),
