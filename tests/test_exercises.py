@@ -122,7 +122,8 @@ def test_the_given_unfused_pipelines_are_correct_but_fail_the_budget(source, tmp
 
 @pytest.mark.parametrize("source", SOURCES, ids=[p.stem for p in SOURCES])
 def test_the_given_pipeline_itself_is_refused_by_name(source, tmp_path):
-    """Checking the given pipeline would print its counts, which exercises 2, 3 and 5 ask the student to predict."""
+    """Checking the given pipeline would print its counts, which exercises 2, 3 and 5 ask the student to predict
+    (the refusal names the function to check instead, and no number)."""
     exercise = grading.EXERCISES[int(source.name[:2])]
     given = getattr(_solution_module(source, tmp_path), exercise.unfused)
     with pytest.raises(grading.BadArgument, match=rf"`{exercise.unfused}` is the given pipeline") as refusal:

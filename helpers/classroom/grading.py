@@ -500,8 +500,7 @@ def _check_function(exercise: Exercise, fn: Callable[..., Any]) -> None:
         raise CheckFailed(stub_message(exercise.function))
     if getattr(fn, "__name__", None) == exercise.unfused:
         raise BadArgument(
-            f"`{exercise.unfused}` is the given pipeline, whose counts you are asked to predict: check "
-            f"`{exercise.function}`, your own function"
+            f"`{exercise.unfused}` is the given pipeline: check `{exercise.function}`, your own function"
         )
     check_signature(exercise, fn)
 
