@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
 from matplotlib.figure import Figure
 
 from .ledger import Ledger
@@ -89,8 +90,12 @@ def plot_ledger(ledger: Ledger, *, title: str | None = None) -> Figure:
         labels.append(f"{launch.kernel}\n({launch.trips} trips)")
     ax.set_yticks(range(len(labels)), labels)
     ax.invert_yaxis()
-    ax.set_xlabel("bytes per element (hatched: writes; orange: intermediates that round-trip)")
+    ax.set_xlabel("bytes per element")
     ax.set_title(title or f"{ledger.name}: {ledger.trips} trips, {ledger.bytes_per_element():g} bytes per element")
+    key = [Patch(facecolor="#4c72b0", label="an input or the result"),
+           Patch(facecolor="#dd8452", label="an intermediate that round-trips"),
+           Patch(facecolor="white", edgecolor="grey", hatch="//", label="written (plain: read)")]
+    ax.legend(handles=key, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     fig.tight_layout()
     return fig
 

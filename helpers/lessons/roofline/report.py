@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from helpers.harness.tables import table
 
@@ -24,15 +26,18 @@ def plot_roofline(record: Roofline, n: int = 2**28) -> Any:
     labels = [name for name, _, _ in shown]
     values = [v for _, v, _ in shown]
     colors = [c for _, _, c in shown]
-    fig, ax = plt.subplots(figsize=(8, 3.8))
+    fig, ax = plt.subplots(figsize=(10, 3.8))
     ax.barh(labels[::-1], values[::-1], color=colors[::-1])
     ax.axvline(100, color="black", lw=1)
     ax.axvline(NEAR_BEST_PERCENT, color="tab:red", lw=1, ls="--")
-    ax.annotate(f"{NEAR_BEST_PERCENT:.0f}%", (NEAR_BEST_PERCENT, 1.0), xycoords=("data", "axes fraction"),
-                ha="right", va="bottom", fontsize=8, color="tab:red")
     ax.set(xlabel=f"% of the best 3:1 streaming kernel ({best:,.0f} GB/s), n = {n:,}",
            xlim=(0, max(values + [100]) + 5),
            title="out = (a + b) * c / s: fused variants against the best streaming kernel and torch.compile")
+    key = [Patch(color="tab:blue", label="Numba variants"), Patch(color="tab:orange", label="torch.compile"),
+           Patch(color="tab:gray", label="3:1 streaming kernels"),
+           Line2D([], [], color="black", lw=1, label="the best 3:1 measurement (100%)"),
+           Line2D([], [], color="tab:red", lw=1, ls="--", label=f"{NEAR_BEST_PERCENT:.0f}%, the record's check")]
+    ax.legend(handles=key, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     fig.tight_layout()
     return fig
 
