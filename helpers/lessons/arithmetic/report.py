@@ -23,7 +23,7 @@ def kernels_table(kernels: Sequence[KernelUse]) -> str:
     rows = []
     for k in kernels:
         top = k.top_stall()
-        rows.append([k.kernel, "-" if k.duration_us is None else f"{k.duration_us:.1f} us", _pct(k.dram_throughput_pct),
+        rows.append([k.kernel, "-" if k.duration_us is None else f"{k.duration_us:.1f} µs", _pct(k.dram_throughput_pct),
                      _pct(k.sm_throughput_pct), _pct(k.issue_active_pct), _pct(k.fma_pipe_pct),
                      "-" if top is None else f"{top[0]} ({top[1]:.0%} of stalls)"])
     columns = ["kernel", "time", "DRAM busy", "SMs busy", "issuing", "FMA pipes", "warps mostly waiting on"]

@@ -110,6 +110,9 @@ FP32_STEPS = (("one thread per row\n(64 rows a block)", "numba fused q64/k64/b4/
               ("register-tiled\n(best shape)", "numba tiled q"))
 """The FP32 fused kernel, step by step: (label, the record's name or name prefix, fastest taken)."""
 
+FP32_PLOT_STEPS = (*FP32_STEPS, ("torch naive fp32\n(TF32 off)", "torch naive fp32"))
+"""The steps as plotted: with torch's unfused FP32 composition, the like-for-like peer, beside them."""
+
 TENSOR_CORE_STEPS = (("ours, TF32\n(one pass)", "numba TF32 tensor cores w"),
                      ("torch naive\nTF32", "torch naive TF32"),
                      ("ours, 3xTF32\n(three passes)", "numba 3xTF32 tensor cores w"),
@@ -119,7 +122,7 @@ TENSOR_CORE_STEPS = (("ours, TF32\n(one pass)", "numba TF32 tensor cores w"),
 """Attention on tensor cores, ours beside PyTorch's in each precision (not causal; a prefix takes the fastest shape)."""
 
 
-def plot_steps(record: AttentionBench, steps: tuple[tuple[str, str], ...] = FP32_STEPS,
+def plot_steps(record: AttentionBench, steps: tuple[tuple[str, str], ...] = FP32_PLOT_STEPS,
                ceilings: bool = True) -> Figure:
     """TFLOP/s of each step at the record's longest sequence (not causal); with ``ceilings``, against the FP32 peak
     and cuBLAS's FP32 rate measured in the same run (a line each, where the record has it)."""
@@ -141,13 +144,13 @@ def plot_steps(record: AttentionBench, steps: tuple[tuple[str, str], ...] = FP32
         if value:
             ax.axhline(value / 1e12, color="#c44e52", linestyle=style, label=f"{label}: {value / 1e12:.1f}")
     ax.set_ylabel("TFLOP/s (FP32)" if ceilings else "TFLOP/s")
-    ax.set_ylim(0, 1.2 * max([*rates, *((v or 0) / 1e12 for v, _, _ in lines)]))
+    ax.set_ylim(0, (1.6 if lines else 1.25) * max([*rates, *((v or 0) / 1e12 for v, _, _ in lines)]))  # room for the key
     ax.set_title(f"{title(row)}, not causal", fontsize=9)
+    key = ax.get_legend_handles_labels()[0]  # the ceilings drawn
     if any(name.startswith("torch") for name in (m.name for _, m in shown)):  # say which colour is whose
-        ax.legend(handles=[Patch(color="#4c72b0", label="Numba (ours)"), Patch(color="#dd8452", label="PyTorch")],
-                  loc="upper left", fontsize=8)
-    elif any(v for v, _, _ in lines):
-        ax.legend(loc="upper left", fontsize=8)
+        key = [Patch(color="#4c72b0", label="Numba (ours)"), Patch(color="#dd8452", label="PyTorch"), *key]
+    if key:
+        ax.legend(handles=key, loc="upper left", fontsize=8)
     return fig
 
 

@@ -213,7 +213,8 @@ def plot_curve(record: BytesInFlight, show_kernels: bool = True) -> Any:
                            edgecolors=MIX_COLORS[r], label=f"probe, {r} read{'s' if r > 1 else ''} : 1 write, {w}-byte")
         best = record.best_gbs(r)
         if best:
-            ax.axhline(best, color=MIX_COLORS[r], lw=0.8, ls=":")
+            ax.axhline(best, color=MIX_COLORS[r], lw=0.8, ls=":",
+                       label="best measurement of each mix (dotted; colour: mix)" if r == READS[0] else None)
     latency = record.dram_latency_ns()
     qs = np.geomspace(0.5, 512, 60)
     if latency:
