@@ -65,9 +65,9 @@ def plot_dram_against_ledger(results: NcuDram) -> Any:
                 label = f"{pipeline}, L2 {'flushed before each kernel' if mode == 'all' else 'kept between kernels'}"
                 _ = ax.plot(x, y, style, marker=marker, label=label)
     if results.l2_cache_bytes:
-        _ = ax.axvline(results.l2_cache_bytes / 1e6, color="grey", lw=0.8)
-        _ = ax.text(results.l2_cache_bytes / 1e6, 0.05, " L2 size", color="grey")
-    _ = ax.axhline(1.0, color="black", lw=0.8)
+        _ = ax.axvline(results.l2_cache_bytes / 1e6, color="grey", lw=0.8,
+                       label=f"one array as large as the L2 ({results.l2_cache_bytes / 2**20:.0f} MiB)")
+    _ = ax.axhline(1.0, color="black", lw=0.8, label="ncu's bytes = the ledger's")
     ax.set(xscale="log", ylim=(0, 1.2), xlabel="one array (MB)", ylabel="ncu DRAM bytes / ledger bytes")
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()

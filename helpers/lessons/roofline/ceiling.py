@@ -90,4 +90,4 @@ def describe(mix: str = "3:1", folder: Path | None = None) -> str:
     where = provenance.describe() if provenance else "no provenance recorded"
     return (f"bound: the H200's HBM3e datasheet, {bound_gbs():,.0f} GB/s (read + write)\n"
             f"{best.line()} = {best.gbs / bound_gbs():.0%} of the bound\n"
-            f"  committed result: {where}")
+            f"  (that best measurement: a committed run, {where})")

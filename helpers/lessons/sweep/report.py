@@ -143,13 +143,14 @@ def plot_sweep_runtime(sweep: Sweep) -> Figure:
 
 
 def plot_bandwidth(sweep: Sweep, mode: str = "gpu_cold", labels: Sequence[str] | None = None) -> Figure:
-    """Achieved GB/s (counted bytes over median time), against the datasheet's bound."""
+    """Achieved GB/s (counted bytes over median time) of the GPU implementations, against the datasheet's bound."""
     title = "achieved bandwidth against n"
     if not sa.has_timings(sweep):
         return _no_timings(title, sweep)
     fig, ax = plt.subplots(figsize=(8, 4.6))
     bound = datasheet_bandwidth_gbs(sweep.provenance.device) if sweep.provenance else None
-    for label in labels or _measured(sweep):
+    on_gpu = [label for label in _measured(sweep) if sweep.implementations[label].device == "gpu"]  # like for like
+    for label in labels or on_gpu:
         sizes, gbs = sa.bandwidth_gbs(sweep, label, mode)
         _ = ax.plot(sizes, gbs, "o-", ms=3, lw=2.4 if label in PIPELINES else 1.3, color=COLORS.get(label), label=label)
     _log2_axis(ax)
