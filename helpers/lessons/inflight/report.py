@@ -213,8 +213,8 @@ def plot_curve(record: BytesInFlight, show_kernels: bool = True) -> Any:
                            edgecolors=MIX_COLORS[r], label=f"probe, {r} read{'s' if r > 1 else ''} : 1 write, {w}-byte")
         best = record.best_gbs(r)
         if best:
-            ax.axhline(best, color=MIX_COLORS[r], lw=0.8, ls=":",
-                       label="best measurement of each mix (dotted; colour: mix)" if r == READS[0] else None)
+            ax.axhline(best, color=MIX_COLORS[r], lw=0.8, ls=":")
+    ax.plot([], [], color="gray", lw=0.8, ls=":", label="best measurement of each mix (colour: mix)")
     latency = record.dram_latency_ns()
     qs = np.geomspace(0.5, 512, 60)
     if latency:
@@ -232,7 +232,7 @@ def plot_curve(record: BytesInFlight, show_kernels: bool = True) -> Any:
                            edgecolors="black", linewidths=0.5, zorder=5)
         ax.scatter([], [], marker="*", s=90, color="white", edgecolors="black", label="series kernels (colour: mix)")
     ax.set_xscale("log", base=2)
-    ax.set(xlim=(0.5, 512), ylim=(0, 1.12 * (record.datasheet_gbs or max(p.gbs or 0 for p in record.probes))),
+    ax.set(xlim=(0.5, 512), ylim=(0, 1.3 * (record.datasheet_gbs or max(p.gbs or 0 for p in record.probes))),
            xlabel="bytes in flight per SM (KiB, reads)", ylabel="achieved GB/s (read + write)")
     if show_kernels:
         label_kernels(ax, record)  # after the limits: the crowded names are placed by them
