@@ -535,9 +535,9 @@ for _kernel in ("naive", "grid_stride", "ilp4"):  # registers of the kernels as 
 
 @figure("nb07_knee_flops_per_byte")
 def _nb07_knee_flops_per_byte() -> float:
-    """Notebook 02's compute knee in flops per byte: the model's FP32 peak over the datasheet bandwidth."""
-    sweep = committed("fma_sweep")
-    return sweep["peak_flops"] / (sweep["bandwidth_gbs"] * 1e9)
+    """Notebook 02's compute knee in flops per byte: its FMAs per element, 2 flops each, over the 8 bytes each
+    element moves (read 4, write 4)."""
+    return committed("fma_sweep")["knee_fmas"] * 2 / 8
 
 
 @figure("nb07_naive_pct_bound")
