@@ -64,6 +64,11 @@ def plot_trips_vs_runtime(entries: Sequence[tuple[Ledger, Timing | float | None]
     return fig
 
 
+def key_beside(ax, handles: Sequence) -> None:
+    """A legend of ``handles`` to the right of the axes, outside them, so that it covers no data."""
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+
+
 def plot_ledger(ledger: Ledger, *, title: str | None = None) -> Figure:
     """Bytes per element each launch reads and writes, array by array.
 
@@ -95,7 +100,7 @@ def plot_ledger(ledger: Ledger, *, title: str | None = None) -> Figure:
     key = [Patch(facecolor="#4c72b0", label="an input or the result"),
            Patch(facecolor="#dd8452", label="an intermediate that round-trips"),
            Patch(facecolor="white", edgecolor="grey", hatch="//", label="written (plain: read)")]
-    ax.legend(handles=key, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    key_beside(ax, key)
     fig.tight_layout()
     return fig
 

@@ -102,11 +102,8 @@ COUNT_SIZE = 2**20 + 3  # the ledger counts here: a count per element does not d
 # one-block maximum loops n / 256 times, past what the static counter follows at the GPU's n
 
 
-def _bytes_per_element(fn: Callable[..., Any], exercise: Exercise, n: int) -> tuple[int | None, float | None]:
-    """Launches and bytes per element to the n-element arrays, from the ledger on fresh inputs of
-    ``min(n, COUNT_SIZE)`` elements (None if it cannot count)."""
-    n = min(n, COUNT_SIZE)
-    args = _device_inputs(exercise, n)
+def _bytes_per_element(fn: Callable[..., Any], args: Sequence[Any], n: int) -> tuple[int | None, float | None]:
+    """Launches and bytes per element to the n-element arrays, from the ledger (None if it cannot count)."""
     try:
         with Ledger("timed") as ledger:
             fn(*args)
@@ -125,8 +122,10 @@ def measure(number: int, fused: Callable[..., Any], unfused: Callable[..., Any],
         print(SIMULATOR_MESSAGE)
         return None
     exercise = EXERCISES[number]
-    launches, unfused_bytes = _bytes_per_element(unfused, exercise, n)
-    _, fused_bytes = _bytes_per_element(fused, exercise, n)
+    counted = min(n, COUNT_SIZE)  # one draw of inputs for both counts
+    count_args = _device_inputs(exercise, counted)
+    launches, unfused_bytes = _bytes_per_element(unfused, count_args, counted)
+    _, fused_bytes = _bytes_per_element(fused, count_args, counted)
     args = _device_inputs(exercise, n)
     times = {}
     for label, fn in (("unfused", unfused), ("fused", fused)):

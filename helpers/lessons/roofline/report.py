@@ -9,6 +9,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from helpers.harness.tables import table
+from helpers.plots import key_beside
 
 from .record import Roofline
 
@@ -37,7 +38,7 @@ def plot_roofline(record: Roofline, n: int = 2**28) -> Any:
            Patch(color="tab:gray", label="3:1 streaming kernels"),
            Line2D([], [], color="black", lw=1, label="the best 3:1 measurement (100%)"),
            Line2D([], [], color="tab:red", lw=1, ls="--", label=f"{NEAR_BEST_PERCENT:.0f}%, the record's check")]
-    ax.legend(handles=key, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    key_beside(ax, key)
     fig.tight_layout()
     return fig
 
