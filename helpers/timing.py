@@ -59,6 +59,7 @@ class Timing:
 
     label: str
     samples_ms: list[float]
+    launch_hidden: bool | None = None  # each repeat queued behind a hold (GPU time alone); None: not said
 
     def __post_init__(self) -> None:
         if isinstance(self.samples_ms, (str, bytes)) or not hasattr(self.samples_ms, "__len__") \
@@ -144,8 +145,8 @@ def hold_gpu(microseconds: float) -> None:
     hold_kernel()[1, 1](math.ceil(microseconds / us_per_hold_iteration()))
 
 
-def host_enqueue_us(run: Callable[[], object], samples: int = 5) -> float:
-    """Median host time to issue ``run`` with the GPU idle (its launch cost, for kernels)."""
+def host_enqueue_samples_us(run: Callable[[], object], samples: int = 5) -> list[float]:
+    """Host time to issue ``run``, in microseconds, once per sample, the GPU idle before each (a kernel's launch cost)."""
     _callable(run, "host_enqueue_us")
     samples = _whole("samples", samples, 1)
     from numba import cuda
@@ -157,7 +158,12 @@ def host_enqueue_us(run: Callable[[], object], samples: int = 5) -> float:
         run()
         costs.append((time.perf_counter() - started) * 1e6)
     cuda.synchronize()
-    return statistics.median(costs)
+    return costs
+
+
+def host_enqueue_us(run: Callable[[], object], samples: int = 5) -> float:
+    """Median host time to issue ``run`` with the GPU idle (its launch cost, for kernels)."""
+    return statistics.median(host_enqueue_samples_us(run, samples))
 
 
 FLUSH_FACTOR = 4  # an L2 flush reads this many L2 sizes of other data
@@ -221,7 +227,8 @@ def time_gpu(run: Callable[[], object], *, label: str = "", repeats: int = 50, w
         enqueue_us = host_enqueue_us(run)
         if 5 * enqueue_us <= MAX_HOLD_US:
             hold_us = max(MIN_HOLD_US, 5 * enqueue_us)
-    return Timing(label, event_samples(run, repeats, hold_us=hold_us, before=l2_flush() if flush_l2 else None))
+    return Timing(label, event_samples(run, repeats, hold_us=hold_us, before=l2_flush() if flush_l2 else None),
+                  launch_hidden=hold_us > 0)
 
 
 def event_samples(run: Callable[[], object], repeats: int, *, hold_us: float = 0.0,

@@ -8,7 +8,8 @@ For each notebook it brings three things up to date, and nothing else:
 * the first code cell becomes :data:`helpers.friendly.FIRST_CELL` when it is the plain
   opening the series uses (``import helpers`` and ``helpers.start()``, comments aside) or
   a first cell this script wrote before (:data:`EARLIER_CELLS`); its outputs and metadata
-  are kept.  Any other first cell is reported, never overwritten;
+  are kept, and its source is folded in JupyterLab (``jupyter.source_hidden``).  Any other first cell is
+  reported, never overwritten;
 * the first markdown cell opens with the Open-in-Colab badge of the notebook (an exercise
   source gets the badge of the student notebook made from it);
 * ``metadata.kernelspec`` names the project's kernel (:data:`helpers.friendly.KERNELSPEC`).
@@ -67,12 +68,12 @@ def _first_code_cell(notebook) -> str | None:
     cell = next((c for c in notebook.cells if c.cell_type == "code"), None)
     if cell is None:
         return "no code cell"
-    if is_first_cell(cell.source):
-        return None
-    known = cell.source.rstrip() in (c.rstrip() for c in EARLIER_CELLS)
-    if not known and _statements(cell.source) != PLAIN_OPENING:
-        return "first code cell is not the plain `import helpers` / `helpers.start()`: edit it by hand"
-    cell.source = FIRST_CELL
+    if not is_first_cell(cell.source):
+        known = cell.source.rstrip() in (c.rstrip() for c in EARLIER_CELLS)
+        if not known and _statements(cell.source) != PLAIN_OPENING:
+            return "first code cell is not the plain `import helpers` / `helpers.start()`: edit it by hand"
+        cell.source = FIRST_CELL
+    cell.metadata.setdefault("jupyter", {})["source_hidden"] = True  # set-up, not lesson: JupyterLab folds it
     return None
 
 

@@ -951,9 +951,7 @@ def _nb11_in_flight() -> dict[str, float]:
     from helpers.lessons.softmax import report
     from helpers.lessons.softmax.record import SoftmaxBench
 
-    record = results.load(SoftmaxBench)
-    sms = record.provenance.sm_count
-    return {f.name: f.bytes_in_flight / sms / 1024 for f in report.bytes_in_flight(record)}
+    return {f.name: f.kib_per_sm for f in report.bytes_in_flight(results.load(SoftmaxBench))}
 
 
 for _name, _kernel in (("64", "numba fused, 64 threads/row"), ("128", "numba fused, 128 threads/row"),

@@ -78,7 +78,7 @@ def test_the_new_kernels_take_the_committed_fastest_shape_once_a_record_times_th
     from helpers.lessons.softmax import vector
 
     def row(names_ms):
-        return [srecord.Measured(name, ms) for name, ms in names_ms]
+        return [srecord.Measured(name, ms, max_rel_err=3e-6) for name, ms in names_ms]
 
     attention = record.AttentionBench(peak_fp32_flops=None, rows=[
         record.AttentionRow(4, 16, 1024, 64, 1.0, 0, row([("numba tiled q32/k32/r4x4", 1.0)])),
@@ -87,7 +87,8 @@ def test_the_new_kernels_take_the_committed_fastest_shape_once_a_record_times_th
             ("numba TF32 tensor cores w4/k64", 2.0), ("numba TF32 tensor cores w8/k32", 1.5),
             ("numba TF32 tensor cores w8/k32 b2", 1.2), ("numba 3xTF32 tile sums w2/k32", 3.0),
             ("numba 3xTF32 tensor cores w4/k64 prefetch", 4.0), ("numba 3xTF32 tensor cores w2/k32", 6.0), ("numba 3xTF32 tensor cores w4/k32", 7.0),
-            ("numba TF32 tensor cores causal", 0.5)]))])
+            ("numba TF32 tensor cores causal", 0.5)])
+            + [srecord.Measured("numba 3xTF32 tensor cores w8/k64", 2.5, max_rel_err=3.6e-5)])])
     soft = srecord.SoftmaxBench(copy_ceiling_gbs=None, rows=[srecord.SoftmaxRow(4096, 4096, 0, row([
         ("numba 16-byte, 128 lanes/row, 1 rows/block", 0.05), ("numba 16-byte, 64 lanes/row, 2 rows/block", 0.04)]))])
     made_up = {record.AttentionBench: attention, srecord.SoftmaxBench: soft}
@@ -100,7 +101,10 @@ def test_the_new_kernels_take_the_committed_fastest_shape_once_a_record_times_th
     try:
         assert tiled.default_tiled_config(64) == tiled.TiledConfig(64, 16, 4, 2)
         assert tensor_cores.default_config(1, 64) == tensor_cores.TensorCoreConfig(8, 32, 1, min_blocks=2)
-        # tile sums (fastest here) are not a shape the rule reads; a prefetching shape is
+        # three passes: the fastest within 1e-5 of float64 (w8/k64 is faster, but 3.6e-5 off), here with tile sums
+        assert tensor_cores.default_config(3, 64) == tensor_cores.TensorCoreConfig(2, 32, 3, tile_sums=True)
+        del attention.rows[1].measured[6]  # without them, the fastest accurate shape prefetches
+        tensor_cores.measured_config.cache_clear()
         assert tensor_cores.default_config(3, 64) == tensor_cores.TensorCoreConfig(4, 64, 3, prefetch=True)
         assert vector.default_vector_config(4096) == vector.VectorConfig(64, 2)
         assert vector.default_vector_config(40000) == vector.VectorConfig(1024, 1)  # 64 lanes cannot hold it

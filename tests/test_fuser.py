@@ -355,10 +355,11 @@ def test_the_comparison_checks_each_kernel_before_it_times_it(monkeypatch):
         return Timing(label, [0.5])
 
     monkeypatch.setattr(versus, "time_gpu", stand_in_timer)
-    monkeypatch.setattr(versus, "host_enqueue_us", lambda run: 7.0)
+    monkeypatch.setattr(versus, "host_enqueue_samples_us", lambda run, samples: [6.0, 7.0, 7.0, 7.0, 10.0])
     record = versus.measure((100, 300))
     assert [row.n for row in record.rows] == [100, 300]
     assert timed == ["fuser", "hand-written"] * 2  # torch.compile needs a GPU: left out, with its reason
     for row in record.rows:
         assert row.fuser_equals_hand_written and row.bytes_moved == 16 * row.n
-        assert all(c.equals_numpy and c.gpu_ms == 0.5 and c.host_us == 7.0 for c in row.contenders.values())
+        assert all(c.equals_numpy and c.gpu_ms == 0.5 and c.host_us == 7.0 and c.host_iqr_us == 0.0
+                   for c in row.contenders.values())

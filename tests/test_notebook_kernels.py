@@ -29,7 +29,7 @@ SHOWING = ("01_", "03_", "07_", "10_", "11_", "12_", "14_")
 EXPORTED = [
     ("01_three_kernels.ipynb", "helpers/pipeline.py", ["add_kernel", "multiply_kernel", "scale_kernel"]),
     ("03_one_fused_kernel.ipynb", "helpers/pipeline.py", ["fused_kernel"]),
-    ("07_the_last_ten_percent.ipynb", "helpers/lessons/roofline/kernels.py",
+    ("07_the_last_fifteen_percent.ipynb", "helpers/lessons/roofline/kernels.py",
      ["grid_stride_kernel", "ilp4_kernel", "streaming_kernel", "_make_load4", "vec4_kernel", "linked_cuda_c_kernel"]),
     ("10_bytes_in_flight.ipynb", "helpers/lessons/inflight/kernels.py",
      ["copy_kernel", "scale_by_reciprocal_kernel", "chase_kernel", "add_chain", "mul_chain", "div_chain",

@@ -345,3 +345,14 @@ def _gpu_reductions_in_the_simulator(monkeypatch):
 def test_the_gpu_block_reductions_combine_every_warp_with_a_stand_in_shuffle(monkeypatch, threads):
     """The GPU reductions' warp-combining loops, checked without a GPU (with 64 threads and more, warp 1 counts)."""
     _check_block_reductions(_gpu_reductions_in_the_simulator(monkeypatch), threads)
+
+
+def test_a_time_with_the_hosts_cost_in_it_says_so_in_the_records_note():
+    from helpers.lessons.softmax.measure import HOST_TIME_IN_IT, measured
+    from helpers.timing import Timing
+
+    hidden, idle = Timing("a", [1.0], launch_hidden=True), Timing("b", [1.0], launch_hidden=False)
+    assert measured("a", hidden, 0.0, "16-byte").note == "16-byte"
+    assert measured("b", idle, 0.0, "16-byte").note == f"16-byte; {HOST_TIME_IN_IT}"
+    assert measured("c", idle, 0.0).note == HOST_TIME_IN_IT
+    assert measured("d", Timing("d", [1.0]), 0.0).note == ""  # not said: nothing claimed

@@ -99,6 +99,9 @@ def test_gpu_timing_leaves_the_hold_out_of_the_samples(monkeypatch):
     measured = time_gpu(lambda: pipeline.run_fused(a, b, c, 2.0, out), repeats=20)
     assert len(holds) == 20 and min(holds) >= timing.MIN_HOLD_US  # every repeat was queued behind a hold
     assert measured.median_ms * 1e3 < timing.MIN_HOLD_US / 2, f"{measured}: the hold was timed too"
+    assert measured.launch_hidden is True
+    idle = time_gpu(lambda: pipeline.run_fused(a, b, c, 2.0, out), repeats=3, hide_launch=False)
+    assert idle.launch_hidden is False and len(holds) == 20  # no hold: the host's cost is in the time, and said to be
 
 
 @pytest.mark.skipif(helpers.is_simulator(), reason="needs a GPU")

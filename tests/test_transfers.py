@@ -113,3 +113,23 @@ def test_gpu_code_paths_run_in_the_simulator_with_a_stand_in_timer(monkeypatch):
     timings = measure.pipeline_timings(300)  # each workload is checked against NumPy before "timing"
     assert list(timings) == ["three kernels, host arrays", "fused, host arrays",
                              "three kernels, on device", "fused, on device"]
+
+
+def test_host_copy_warnings_prints_numbas_copy_warning_once_with_its_count_and_without_colour_codes(capsys):
+    import warnings
+
+    from numba.core.errors import NumbaPerformanceWarning
+
+    from helpers.lessons.transfers.report import HOST_COPY, host_copy_warnings, quiet_host_copies
+
+    with host_copy_warnings():
+        for _ in range(3):
+            warnings.warn(f"\x1b[1m{HOST_COPY} will incur copy overhead to/from device.\x1b[0m", NumbaPerformanceWarning)
+    printed = capsys.readouterr().out
+    assert printed == f"NumbaPerformanceWarning (3x): {HOST_COPY} will incur copy overhead to/from device.\n"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with quiet_host_copies():
+            warnings.warn(f"{HOST_COPY} will incur copy overhead", NumbaPerformanceWarning)
+            warnings.warn("something else", UserWarning)
+    assert [str(w.message) for w in caught] == ["something else"]

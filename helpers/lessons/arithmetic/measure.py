@@ -160,6 +160,7 @@ def compile_fusion(n: int = 2**20, seed: int = 0) -> CompileFusion:
         bitwise_equal_to_numpy=bool(np.array_equal(got, expected)),
         max_abs_diff_eager_vs_numpy=float(np.max(np.abs(eager_got - expected))),
         torch_version=torch.__version__, triton_version=triton_version,
+        bitwise_equal_to_eager=bool(np.array_equal(got, eager_got)),
     )
 
 

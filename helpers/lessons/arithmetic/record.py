@@ -53,6 +53,7 @@ class CompileFusion:
     max_abs_diff_eager_vs_numpy: float
     torch_version: str
     triton_version: str | None
+    bitwise_equal_to_eager: bool | None = None  # None: not recorded (records before 2026-12-06)
 
 
 @dataclass(kw_only=True)

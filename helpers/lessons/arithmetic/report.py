@@ -38,7 +38,8 @@ def compile_lines(c: CompileFusion) -> str:
         f"torch eager launches {c.eager_kernels} GPU kernels for (a + b) * c / s; torch.compile launches "
         f"{c.compiled_kernels}: {', '.join(c.compiled_kernel_names)}",
         f"torch.compile against NumPy: bitwise equal {c.bitwise_equal_to_numpy}, largest difference {c.max_abs_diff_vs_numpy:.3g}; "
-        f"torch eager: largest difference {c.max_abs_diff_eager_vs_numpy:.3g}",
+        f"torch eager: largest difference {c.max_abs_diff_eager_vs_numpy:.3g}"
+        + ("" if c.bitwise_equal_to_eager is None else f"; torch.compile against eager: bitwise equal {c.bitwise_equal_to_eager}"),
         f"(torch {c.torch_version}, Triton {c.triton_version}, n = {c.n:,})",
     ])
 
@@ -72,9 +73,10 @@ def sweep_lines(sweep: FmaSweep) -> list[str]:
 def floor_lines(rows: Sequence[tuple[str, float, float]], bound_gbs: float) -> list[str]:
     """Notebook 02's table: for each ``(kernel, bytes moved, median ms)``, its floor at the bound, the time measured,
     the rate and its share of the bound."""
-    lines = [f"{'kernel':16} {'bytes':>7} {'floor':>10} {'measured':>10} {'GB/s':>6} {'of the bound':>12}"]
+    cells = []
     for kernel, moved, ms in rows:
         gbs = moved / (ms * 1e-3) / 1e9
-        lines.append(f"{kernel:16} {moved / 1e6:4.0f} MB {format_ms(moved / (bound_gbs * 1e9) * 1e3):>10} "
-                     f"{format_ms(ms):>10} {gbs:6.0f} {gbs / bound_gbs:12.0%}")
-    return lines
+        cells.append([kernel, f"{moved / 1e6:.0f} MB", format_ms(moved / (bound_gbs * 1e9) * 1e3), format_ms(ms),
+                      f"{gbs:.0f}", f"{gbs / bound_gbs:.0%}"])
+    return table(cells, ["kernel", "bytes", "floor", "measured", "GB/s", "of the bound"],
+                 widths=(16, 7, 10, 10, 6, 12), gap=1).splitlines()

@@ -193,65 +193,6 @@ def make_tile_stager(head_dim, block_q, block_k, batch):
                 v_tile[r, c] = v_part[u]
 
     return stage_tiles
-
-
-def make_flash_attention_kernel(head_dim, block_q, block_k, causal, batch=4, keys_per_step=2):
-    """Fused attention for heads of ``head_dim``: ``block_q`` query rows per block, key tiles of ``block_k``."""
-    D, BQ, BK, STEP = head_dim, block_q, block_k, keys_per_step  # compile-time constants
-    stage_tiles = make_tile_stager(head_dim, block_q, block_k, batch)
-
-    @cuda.jit
-    def flash_attention_kernel(q, k, v, out, scale):
-        bh = cuda.blockIdx.y
-        t = cuda.threadIdx.x
-        i = cuda.blockIdx.x * BQ + t  # this thread's query row
-        length = q.shape[1]
-        k_tile = cuda.shared.array((BK, D), float32, alignment=SHARED_ALIGN)
-        v_tile = cuda.shared.array((BK, D), float32, alignment=SHARED_ALIGN)
-        q_row = cuda.local.array(D, float32)  # registers
-        acc = cuda.local.array(D, float32)  # the output row, unnormalised
-        scores = cuda.local.array(STEP, float32)
-        for c in range(D):
-            q_row[c] = q[bh, i, c] * scale if i < length else float32(0)
-            acc[c] = float32(0)
-        m = float32(-math.inf)  # running max of this row's scores (float32: -math.inf alone is a float64)
-        total = float32(0)  # running sum of exp(score - m)
-        keys = min(length, (cuda.blockIdx.x + 1) * BQ) if causal else length
-        for start in range(0, keys, BK):
-            stage_tiles(k, v, k_tile, v_tile, bh, start, t)
-            cuda.syncthreads()
-            for j0 in range(0, min(BK, keys - start), STEP):
-                m_step = m
-                for u in range(STEP):  # STEP keys at once: their dot products overlap
-                    j = min(j0 + u, BK - 1)  # a key past the tile's end is masked just below
-                    s0 = s1 = s2 = s3 = float32(0)  # four partial sums: independent FMAs overlap
-                    for c in range(0, D, 4):
-                        s0 += q_row[c] * k_tile[j, c]
-                        s1 += q_row[c + 1] * k_tile[j, c + 1]
-                        s2 += q_row[c + 2] * k_tile[j, c + 2]
-                        s3 += q_row[c + 3] * k_tile[j, c + 3]
-                    key = start + j0 + u
-                    live = key < keys and (not causal or key <= i)
-                    scores[u] = (s0 + s1) + (s2 + s3) if live else float32(-math.inf)
-                    m_step = max(m_step, scores[u])
-                if m_step > m:  # a new max: rescale what has been summed so far
-                    correction = math.exp(m - m_step)
-                    total *= correction
-                    for c in range(D):
-                        acc[c] *= correction
-                    m = m_step
-                for u in range(STEP):
-                    weight = math.exp(scores[u] - m)  # 0 for a masked key
-                    total += weight
-                    j = min(j0 + u, BK - 1)
-                    for c in range(D):
-                        acc[c] += weight * v_tile[j, c]
-            cuda.syncthreads()
-        if i < length:
-            for c in range(D):
-                out[bh, i, c] = acc[c] / total
-
-    return flash_attention_kernel
 # <<< end of the export from notebooks/12_attention_without_the_score_matrix.ipynb
 
 
@@ -411,3 +352,65 @@ def predicted_traffic(heads: int, length: int, d: int, config: FlashConfig | Non
                "p": f * (1 + col_tiles) * square, "v": f * tiles * vec, "out": f * vec}
     fused = {"q": f * vec, "k": f * row_blocks * vec, "v": f * row_blocks * vec, "out": f * vec}
     return PredictedTraffic(unfused, fused)
+
+
+# >>> exported from notebooks/12_attention_without_the_score_matrix.ipynb (the cell defining make_flash_attention_kernel);
+# >>> edit the notebook, then run python scripts/export_kernels.py
+def make_flash_attention_kernel(head_dim, block_q, block_k, causal, batch=4, keys_per_step=2):
+    """Fused attention for heads of ``head_dim``: ``block_q`` query rows per block, key tiles of ``block_k``."""
+    D, BQ, BK, STEP = head_dim, block_q, block_k, keys_per_step  # compile-time constants
+    stage_tiles = make_tile_stager(head_dim, block_q, block_k, batch)
+
+    @cuda.jit
+    def flash_attention_kernel(q, k, v, out, scale):
+        bh = cuda.blockIdx.y
+        t = cuda.threadIdx.x
+        i = cuda.blockIdx.x * BQ + t  # this thread's query row
+        length = q.shape[1]
+        k_tile = cuda.shared.array((BK, D), float32, alignment=SHARED_ALIGN)
+        v_tile = cuda.shared.array((BK, D), float32, alignment=SHARED_ALIGN)
+        q_row = cuda.local.array(D, float32)  # registers
+        acc = cuda.local.array(D, float32)  # the output row, unnormalised
+        scores = cuda.local.array(STEP, float32)
+        for c in range(D):
+            q_row[c] = q[bh, i, c] * scale if i < length else float32(0)
+            acc[c] = float32(0)
+        m = float32(-math.inf)  # running max of this row's scores (float32: -math.inf alone is a float64)
+        total = float32(0)  # running sum of exp(score - m)
+        keys = min(length, (cuda.blockIdx.x + 1) * BQ) if causal else length
+        for start in range(0, keys, BK):
+            stage_tiles(k, v, k_tile, v_tile, bh, start, t)
+            cuda.syncthreads()
+            for j0 in range(0, min(BK, keys - start), STEP):
+                m_step = m
+                for u in range(STEP):  # STEP keys at once: their dot products overlap
+                    j = min(j0 + u, BK - 1)  # a key past the tile's end is masked just below
+                    s0 = s1 = s2 = s3 = float32(0)  # four partial sums: independent FMAs overlap
+                    for c in range(0, D, 4):
+                        s0 += q_row[c] * k_tile[j, c]
+                        s1 += q_row[c + 1] * k_tile[j, c + 1]
+                        s2 += q_row[c + 2] * k_tile[j, c + 2]
+                        s3 += q_row[c + 3] * k_tile[j, c + 3]
+                    key = start + j0 + u
+                    live = key < keys and (not causal or key <= i)
+                    scores[u] = (s0 + s1) + (s2 + s3) if live else float32(-math.inf)
+                    m_step = max(m_step, scores[u])
+                if m_step > m:  # a new max: rescale what has been summed so far
+                    correction = math.exp(m - m_step)
+                    total *= correction
+                    for c in range(D):
+                        acc[c] *= correction
+                    m = m_step
+                for u in range(STEP):
+                    weight = math.exp(scores[u] - m)  # 0 for a masked key
+                    total += weight
+                    j = min(j0 + u, BK - 1)
+                    for c in range(D):
+                        acc[c] += weight * v_tile[j, c]
+            cuda.syncthreads()
+        if i < length:
+            for c in range(D):
+                out[bh, i, c] = acc[c] / total
+
+    return flash_attention_kernel
+# <<< end of the export from notebooks/12_attention_without_the_score_matrix.ipynb

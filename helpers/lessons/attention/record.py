@@ -59,11 +59,11 @@ class AttentionDram(results.Record, schema="reductions_attention_ncu", version=1
     pipelines: dict[str, float] = field(default_factory=dict)  # DRAM bytes of each pipeline the workload ran
 
 
-def fastest_at_longest(pattern: str) -> tuple[int, ...] | None:
-    """The parts of the name of the fastest entry matching ``pattern`` at the committed record's longest sequence
-    (the H200's), e.g. a block shape: each group's number, 0 for an optional group that is absent and 1 for one
-    that names a word (`` prefetch``); None without the record or such an entry."""
-    found = committed_fastest(AttentionBench, pattern, key=lambda row: row.length)
+def fastest_at_longest(pattern: str, max_error: float | None = None) -> tuple[int, ...] | None:
+    """The parts of the name of the fastest entry matching ``pattern`` (and, if given, within ``max_error``) at the
+    committed record's longest sequence (the H200's), e.g. a block shape: each group's number, 0 for an optional
+    group that is absent and 1 for one that names a word (`` prefetch``); None without the record or such an entry."""
+    found = committed_fastest(AttentionBench, pattern, key=lambda row: row.length, max_error=max_error)
     if not found:
         return None
     return tuple(0 if x is None else int(x) if x.isdigit() else 1 for x in found[max(found)].groups())

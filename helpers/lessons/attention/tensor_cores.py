@@ -192,12 +192,12 @@ class TensorCoreConfig:
                              f"the {SHARED_BYTES:,} a block holds without opting in: use a smaller block_k")
 
 
-TENSOR_CORE_CONFIG = r"numba (3x)?TF32 tensor cores w(\d+)/k(\d+)(?: b(\d+))?( prefetch)?"  # the record's names
+TENSOR_CORE_CONFIG = r"numba (3x)?TF32 (?:tensor cores|(tile) sums) w(\d+)/k(\d+)(?: b(\d+))?( prefetch)?"  # the record's
+ACCURATE = 1e-5  # the largest error against float64 (relative to the largest output) that 3xTF32 must keep to
 
 
 def config_name(config: TensorCoreConfig) -> str:
-    """The record's name of a shape, as :data:`TENSOR_CORE_CONFIG` reads it back; with tile sums, a name it does
-    not read (the default rule keeps to the kernels without them)."""
+    """The record's name of a shape, as :data:`TENSOR_CORE_CONFIG` reads it back."""
     precision = "3xTF32" if config.passes == 3 else "TF32"
     bound = f" b{config.min_blocks}" if config.min_blocks else ""
     kind = "tile sums" if config.tile_sums else "tensor cores"
@@ -206,10 +206,15 @@ def config_name(config: TensorCoreConfig) -> str:
 
 @lru_cache(maxsize=2)
 def measured_config(passes: int) -> TensorCoreConfig | None:
-    """The shape the committed H200 record timed fastest at its longest sequence for this many passes; None until
-    it has one."""
-    shape = fastest_at_longest(TENSOR_CORE_CONFIG.replace("(3x)?", "3x" if passes == 3 else ""))
-    return TensorCoreConfig(shape[0], shape[1], passes, min_blocks=shape[2], prefetch=bool(shape[3])) if shape else None
+    """The shape the committed H200 record timed fastest at its longest sequence for this many passes, three passes
+    only among those within :data:`ACCURATE` of float64 (3xTF32 is there for float32's accuracy); None until it has
+    one."""
+    shape = fastest_at_longest(TENSOR_CORE_CONFIG.replace("(3x)?", "3x" if passes == 3 else ""),
+                               max_error=ACCURATE if passes == 3 else None)
+    if shape is None:
+        return None
+    tile_sums, warps, block_k, min_blocks, prefetch = shape
+    return TensorCoreConfig(warps, block_k, passes, bool(tile_sums), min_blocks, bool(prefetch))
 
 
 def default_config(passes: int = 1, head_dim: int | None = None) -> TensorCoreConfig:

@@ -20,10 +20,11 @@ from helpers.lessons.fuser.fuser import fuse
 from helpers.lessons.fuser.record import Contender, FuserRow, FuserVsCompile
 from helpers.lessons.fuser.report import summary
 from helpers.sizes import BLOCK_SIZE, blocks_for
-from helpers.timing import host_enqueue_us, time_gpu
+from helpers.timing import host_enqueue_samples_us, time_gpu
 
 SIZES = (2**20, 2**24, 2**28)
 S = 1.5
+HOST_SAMPLES = 51  # host time per call: enough calls for a median and an interquartile range
 
 
 def fuser_peer(pool: Pool) -> Builder:
@@ -49,9 +50,10 @@ def measure(sizes: tuple[int, ...] = SIZES) -> FuserVsCompile:
         timing = time_gpu(case.run, label=label, repeats=50)
         assert timing is not None
         results[label] = got
+        q1, host_us, q3 = np.percentile(host_enqueue_samples_us(case.run, HOST_SAMPLES), [25, 50, 75])
         contenders[label] = Contender(equals_numpy=bool(np.array_equal(got, expected)), gpu_ms=timing.median_ms,
-                                      host_us=host_enqueue_us(case.run),
-                                      max_abs_diff=float(np.max(np.abs(got - expected))))
+                                      host_us=float(host_us), max_abs_diff=float(np.max(np.abs(got - expected))),
+                                      host_iqr_us=float(q3 - q1))
 
     def row_done(n: int) -> None:
         same = "fuser" in results and "hand-written" in results and np.array_equal(results["fuser"],

@@ -15,6 +15,7 @@ class Contender:
     gpu_ms: float
     host_us: float
     max_abs_diff: float = 0.0
+    host_iqr_us: float | None = None  # the host times' interquartile range (None: not kept, before 2026-12-06)
 
 
 @dataclass
@@ -30,4 +31,4 @@ class FuserVsCompile(Record, schema="fuser_vs_torch_compile", version=2):
     expression: str
     rows: list[FuserRow] = field(default_factory=list)
     timing: str = ("GPU time: CUDA events, launches queued behind a hold kernel (host cost hidden), median of 50; "
-                   "host time: perf_counter per call, median of bursts")
+                   "host time: perf_counter per call, the GPU idle before each, median and IQR of 51 calls")

@@ -109,7 +109,7 @@ else:
         index = context.cast(builder, j, j_type, types.intp)
         return builder.gep(builder.bitcast(data, vector.as_pointer()), [index])
 
-    # >>> exported from notebooks/07_the_last_ten_percent.ipynb (the cell defining _make_load4);
+    # >>> exported from notebooks/07_the_last_fifteen_percent.ipynb (the cell defining _make_load4);
     # >>> edit the notebook, then run python scripts/export_kernels.py
     def _make_load4(hint: str | None) -> Any:
         @intrinsic
@@ -134,7 +134,7 @@ else:
             return result(array, j), codegen
 
         return load
-    # <<< end of the export from notebooks/07_the_last_ten_percent.ipynb
+    # <<< end of the export from notebooks/07_the_last_fifteen_percent.ipynb
 
     def _make_store4(hint: str | None) -> Any:
         @intrinsic
@@ -185,7 +185,7 @@ else:
 # --- the kernels ------------------------------------------------------------------------
 
 
-# >>> exported from notebooks/07_the_last_ten_percent.ipynb (the cell defining grid_stride_kernel);
+# >>> exported from notebooks/07_the_last_fifteen_percent.ipynb (the cell defining grid_stride_kernel);
 # >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def grid_stride_kernel(a, b, c, s, out):
@@ -193,10 +193,10 @@ def grid_stride_kernel(a, b, c, s, out):
     stride = cuda.gridsize(1)  # every thread of the grid, however many blocks it has
     for i in range(start, out.size, stride):
         out[i] = (a[i] + b[i]) * c[i] / s
-# <<< end of the export from notebooks/07_the_last_ten_percent.ipynb
+# <<< end of the export from notebooks/07_the_last_fifteen_percent.ipynb
 
 
-# >>> exported from notebooks/07_the_last_ten_percent.ipynb (the cell defining ilp4_kernel);
+# >>> exported from notebooks/07_the_last_fifteen_percent.ipynb (the cell defining ilp4_kernel);
 # >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def ilp4_kernel(a, b, c, s, out):
@@ -218,10 +218,10 @@ def ilp4_kernel(a, b, c, s, out):
     while i < n:  # the tail: fewer than four grids' worth of elements remain
         out[i] = (a[i] + b[i]) * c[i] / s
         i += stride
-# <<< end of the export from notebooks/07_the_last_ten_percent.ipynb
+# <<< end of the export from notebooks/07_the_last_fifteen_percent.ipynb
 
 
-# >>> exported from notebooks/07_the_last_ten_percent.ipynb (the cell defining streaming_kernel);
+# >>> exported from notebooks/07_the_last_fifteen_percent.ipynb (the cell defining streaming_kernel);
 # >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def streaming_kernel(a, b, c, s, out):
@@ -230,10 +230,10 @@ def streaming_kernel(a, b, c, s, out):
     for i in range(start, out.size, stride):
         # .cs ("cache streaming"): these lines are used once, evict them first
         store_cs(out, i, (load_cs(a, i) + load_cs(b, i)) * load_cs(c, i) / s)
-# <<< end of the export from notebooks/07_the_last_ten_percent.ipynb
+# <<< end of the export from notebooks/07_the_last_fifteen_percent.ipynb
 
 
-# >>> exported from notebooks/07_the_last_ten_percent.ipynb (the cell defining vec4_kernel);
+# >>> exported from notebooks/07_the_last_fifteen_percent.ipynb (the cell defining vec4_kernel);
 # >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def vec4_kernel(a, b, c, s, out):
@@ -248,7 +248,7 @@ def vec4_kernel(a, b, c, s, out):
     i = 4 * groups + start  # the last n % 4 elements, one scalar each
     if i < out.size:
         out[i] = (a[i] + b[i]) * c[i] / s
-# <<< end of the export from notebooks/07_the_last_ten_percent.ipynb
+# <<< end of the export from notebooks/07_the_last_fifteen_percent.ipynb
 
 
 @cuda.jit
@@ -266,7 +266,7 @@ def vec4_streaming_kernel(a, b, c, s, out):
         out[i] = (a[i] + b[i]) * c[i] / s
 
 
-# >>> exported from notebooks/07_the_last_ten_percent.ipynb (the cell defining linked_cuda_c_kernel);
+# >>> exported from notebooks/07_the_last_fifteen_percent.ipynb (the cell defining linked_cuda_c_kernel);
 # >>> edit the notebook, then run python scripts/export_kernels.py
 @cuda.jit
 def linked_cuda_c_kernel(a, b, c, s, out):
@@ -279,7 +279,7 @@ def linked_cuda_c_kernel(a, b, c, s, out):
     i = 4 * groups + start
     if i < out.size:
         out[i] = (a[i] + b[i]) * c[i] / s
-# <<< end of the export from notebooks/07_the_last_ten_percent.ipynb
+# <<< end of the export from notebooks/07_the_last_fifteen_percent.ipynb
 
 
 @cuda.jit

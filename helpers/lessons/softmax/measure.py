@@ -37,9 +37,15 @@ CHECKED_ROWS = 256  # the last rows of each output (the odd tail among them), co
 
 def measured(name: str, timing: Timing | None, error: float | None, note: str = "", kernel: Any = None,
              threads: int | None = None) -> Measured:
-    """A record's row for one timed (or, in the simulator, untimed) implementation."""
+    """A record's row for one timed (or, in the simulator, untimed) implementation; a time that includes the host's
+    cost of issuing the work (too long to hide behind a hold, :func:`helpers.timing.time_gpu`) says so in its note."""
+    if timing is not None and timing.launch_hidden is False:
+        note = "; ".join(filter(None, (note, HOST_TIME_IN_IT)))
     return Measured(name, None if timing is None else timing.median_ms, None if timing is None else timing.spread_ms,
                     error, note, None if kernel is None else registers_per_thread(kernel), threads)
+
+
+HOST_TIME_IN_IT = "host time in it (GPU idle before each call)"
 
 
 def flat(array: Any) -> Any:

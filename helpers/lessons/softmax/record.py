@@ -25,10 +25,13 @@ class Measured:
     threads_per_block: int | None = None
 
 
-def fastest(measured: Sequence[Measured], pattern: str) -> tuple[re.Match[str], float] | None:
-    """The fastest timed entry whose whole name matches ``pattern`` (a regular expression): its match and time."""
+def fastest(measured: Sequence[Measured], pattern: str,
+            max_error: float | None = None) -> tuple[re.Match[str], float] | None:
+    """The fastest timed entry whose whole name matches ``pattern`` (a regular expression): its match and time.
+    With ``max_error``, only entries whose recorded error is at most that take part."""
     timed = [(m.median_ms, found) for m in measured
-             if m.median_ms is not None and (found := re.fullmatch(pattern, m.name)) is not None]
+             if m.median_ms is not None and (found := re.fullmatch(pattern, m.name)) is not None
+             and (max_error is None or (m.max_rel_err is not None and m.max_rel_err <= max_error))]
     if not timed:
         return None
     ms, found = min(timed, key=lambda pair: pair[0])
@@ -36,16 +39,18 @@ def fastest(measured: Sequence[Measured], pattern: str) -> tuple[re.Match[str], 
 
 
 def committed_fastest(cls: type[results.Record], pattern: str, key: Callable[[Any], int],
-                      weight: Callable[[Any], int] = lambda row: 0) -> dict[int, re.Match[str]]:
+                      weight: Callable[[Any], int] = lambda row: 0,
+                      max_error: float | None = None) -> dict[int, re.Match[str]]:
     """For each ``key(row)`` of the committed ``cls`` record (the H200's), the match of its fastest entry named by
-    ``pattern``; where rows share a key, the one of most ``weight`` decides.  Empty without the record."""
+    ``pattern`` (within ``max_error``, if given); where rows share a key, the one of most ``weight`` decides.
+    Empty without the record."""
     try:
         bench = results.load(cls)
     except results.ResultError:
         return {}
     best: dict[int, tuple[int, re.Match[str]]] = {}
     for row in bench.rows:  # type: ignore[attr-defined]
-        found = fastest(row.measured, pattern)
+        found = fastest(row.measured, pattern, max_error)
         if found and (key(row) not in best or weight(row) >= best[key(row)][0]):
             best[key(row)] = (weight(row), found[0])
     return {k: match for k, (_, match) in best.items()}

@@ -24,7 +24,7 @@ from .record import LaunchOverhead, Sweep
 PNG_NAMES = {"runtime": "sweep_runtime.png", "bandwidth": "sweep_bandwidth.png", "headline": "headline.png",
              "overhead": "launch_overhead.png"}
 COLORS = {"numba three kernels": "#c44e52", "numba fused": "#4c72b0", "numba fused (best)": "#17becf",
-          "numba three kernels + graph": "#e8a09a", "numba fused + graph": "#0b1f4d", "numpy (CPU)": "#8c8c8c",
+          "numba three kernels + graph": "#e8a09a", "numba fused + graph": "#9ecae1", "numpy (CPU)": "#8c8c8c",
           "cupy ElementwiseKernel": "#55a868", "torch eager": "#dd8452", "torch.compile": "#8172b3",
           "device copy": "#222222"}
 REGIME_COLORS = {sa.LAUNCH_BOUND: "#f2d7d5", sa.L2_RESIDENT: "#d5e8d4", sa.DRAM_BOUND: "#dae8fc", sa.TRANSITION: "#ffffff"}
@@ -69,8 +69,11 @@ def _log2_axis(ax: Axes) -> None:
     ax.grid(alpha=0.3, which="both")
 
 
-def shade_regimes(ax: Axes, sweep: Sweep, label: str, mode: str) -> list[tuple[str, int, int]]:
-    """Shade the regimes that the data of ``label`` show (L2-resident only in GPU time); returns the spans found."""
+def shade_regimes(ax: Axes, sweep: Sweep, label: str, mode: str, hatch_guesses: bool = False) -> list[tuple[str, int, int]]:
+    """Shade the regimes that the data of ``label`` show (L2-resident only in GPU time); returns the spans found.
+
+    In the Python loop's view an "L2-resident" size is an outlier's doing (there is no flushed run to tell): it is
+    left white, or hatched and named in the key when ``hatch_guesses``."""
     sizes, _ = sa.series(sweep, label, mode)
     labels = sa.regimes_of(sweep, label, mode)
     if not labels:
@@ -78,6 +81,10 @@ def shade_regimes(ax: Axes, sweep: Sweep, label: str, mode: str) -> list[tuple[s
     spans = sa.regime_spans(sizes, labels)
     seen = set()
     for regime, first, last in spans:
+        if regime == sa.L2_RESIDENT and mode == "loop" and hatch_guesses:
+            ax.axvspan(first / 2**0.5, last * 2**0.5, facecolor="none", edgecolor="#bbbbbb", hatch="//", lw=0,
+                       label=None if "outlier" in seen else "L2-resident only by an outlier")
+            seen.add("outlier")
         if regime == sa.TRANSITION or (regime == sa.L2_RESIDENT and mode == "loop"):
             continue  # the loop view has no flushed run: an outlier there passes for an L2 hit
         ax.axvspan(first / 2**0.5, last * 2**0.5, color=REGIME_COLORS[regime], alpha=0.6, lw=0,
@@ -101,13 +108,13 @@ def _traffic_note(sweep: Sweep, pipeline: str) -> str:
 
 
 def draw_runtime(ax: Axes, sweep: Sweep, mode: str = "loop", labels: Sequence[str] | None = None,
-                 shade: str | None = "numba fused", cold: bool = False) -> None:
+                 shade: str | None = "numba fused", cold: bool = False, hatch_guesses: bool = False) -> None:
     """Median time against n on log-log axes, the two Numba pipelines annotated with their traffic."""
     labels = [l for l in (labels or _measured(sweep)) if l in _measured(sweep)]
     if mode != "loop":  # GPU-time panels: the host's NumPy has no GPU time
         labels = [l for l in labels if sweep.implementations[l].device == "gpu"]
     if shade in labels:
-        shade_regimes(ax, sweep, shade, mode)
+        shade_regimes(ax, sweep, shade, mode, hatch_guesses)
     for label in labels:
         sizes, times = sa.series(sweep, label, mode)
         width = 2.4 if label in PIPELINES else 1.3
@@ -129,16 +136,18 @@ def plot_sweep_runtime(sweep: Sweep) -> Figure:
     title = "out = (a + b) * c / s: runtime against n"
     if not sa.has_timings(sweep):
         return _no_timings(title, sweep)
-    fig, (loop, gpu) = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
-    draw_runtime(loop, sweep, "loop")
+    fig, (loop, gpu) = plt.subplots(1, 2, figsize=(13, 5.6), sharey=True)
+    draw_runtime(loop, sweep, "loop", hatch_guesses=True)
     loop.set_title("a Python loop: events around each call (launch cost included)", fontsize=9)
     draw_runtime(gpu, sweep, "gpu", cold=True)
     gpu.set_title("GPU time only: solid = L2 warm, dashed = L2 flushed", fontsize=9)
-    loop.legend(fontsize=7, loc="upper left")
-    bands = [(h, l) for h, l in zip(*gpu.get_legend_handles_labels()) if l.endswith("(numba fused)")]
-    gpu.legend(*zip(*bands), fontsize=7, loc="upper left")  # the regimes, L2-resident among them, from GPU time
+    for ax in (loop, gpu):  # each panel keys its own regimes, top left, above the curves
+        bands = [(h, l) for h, l in zip(*ax.get_legend_handles_labels()) if l.endswith(("(numba fused)", "outlier"))]
+        ax.legend(*zip(*bands), fontsize=7, loc="upper left")
+    lines = [(h, l) for h, l in zip(*loop.get_legend_handles_labels()) if l in sweep.implementations]
+    fig.legend(*zip(*lines), fontsize=8, loc="lower center", ncol=5, frameon=False)  # one key for both panels
     fig.suptitle(f"{title}\n{_caption(sweep)}", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 

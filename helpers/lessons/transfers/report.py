@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import re
+import warnings
+from typing import Any, Iterator
 
 import matplotlib.pyplot as plt
 
@@ -45,3 +48,35 @@ def two_gpus_lines(record: TwoGpus) -> str:
     lines += [f"  {row['label']:45s} {row['median_ms']:.3f} ms" for row in split["timings"].values()]
     lines.append(f"  bytes across the link: {split['link_bytes']:,} ({split['link_bytes_per_element']:g} per element)")
     return "\n".join(lines)
+
+
+HOST_COPY = "Host array used in CUDA kernel"  # the start of Numba's warning (given on a GPU only)
+
+
+def _plain(message: object) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", str(message))  # without the terminal's colour codes
+
+
+@contextlib.contextmanager
+def host_copy_warnings() -> Iterator[None]:
+    """Collect Numba's warning about host arrays and print it once, as plain text, with how many times it came.
+
+    Other warnings show as usual, under the filters already set (``import helpers`` silences the occupancy
+    warning for the series' small grids)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.filterwarnings("always", message=".*" + HOST_COPY)  # every copy counted, not once per line
+        yield
+    ours = [w for w in caught if HOST_COPY in _plain(w.message)]
+    for text in dict.fromkeys(_plain(w.message) for w in ours):
+        print(f"{ours[0].category.__name__} ({len(ours)}x): {text}")
+    for w in caught:
+        if w not in ours:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
+@contextlib.contextmanager
+def quiet_host_copies() -> Iterator[None]:
+    """Silence that warning where a cell's output must be the same on every backend."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*" + HOST_COPY)
+        yield
