@@ -18,4 +18,11 @@ def fma_chain_kernel(x, out, rounds):
             for _ in range(8):  # a fixed count it unrolls, so loop bookkeeping is paid once per 8 FMAs
                 y = y * np.float32(0.999) + np.float32(0.001)
         out[i] = y
+
+
+def fma_chain_reference(x, fmas):  # the same chain in NumPy, on the host
+    y = x.copy()
+    for _ in range(fmas):
+        y = y * np.float32(0.999) + np.float32(0.001)
+    return y
 # <<< end of the export from notebooks/02_the_arithmetic_is_not_the_cost.ipynb

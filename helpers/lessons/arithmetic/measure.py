@@ -28,7 +28,7 @@ from helpers.device import (FP32_LANES_PER_SM, compute_capability, datasheet_ban
                             peak_fp32_flops, sm_count)
 from helpers.harness.cli import Command
 from helpers.harness.peers import require_gpu, require_gpu_module, torch_compile
-from helpers.lessons.arithmetic.kernels import fma_chain_kernel
+from helpers.lessons.arithmetic.kernels import fma_chain_kernel, fma_chain_reference
 from helpers.lessons.arithmetic.record import CompileFusion, FmaSweep, KernelUse, LaneCount, SeedClaims
 from helpers.lessons.arithmetic.report import summary, sweep_lines
 from helpers.lessons.dram.ncu import (KERNEL_REGEX, NcuError, csv_rows, ncu_available, ncu_command, ncu_output,
@@ -210,10 +210,7 @@ def sweep_fmas(n: int | None = None, repeats: int = 20, kernel: Any = fma_chain_
     dx, out = cuda.to_device(x), cuda.to_device(checks.poisoned(n))
     blocks = blocks_for(n)
     kernel[blocks, BLOCK_SIZE](dx, out, 1)
-    want = x.copy()
-    for _ in range(8):
-        want = want * np.float32(0.999) + np.float32(0.001)
-    checks.check_close(out, want, rtol=1e-5)
+    checks.check_close(out, fma_chain_reference(x, 8), rtol=1e-5)
     times = []
     for rounds in SWEEP_ROUNDS:
         t = timing.time_gpu(lambda r=rounds: kernel[blocks, BLOCK_SIZE](dx, out, r), repeats=repeats)
