@@ -402,3 +402,15 @@ def test_torch_compile_says_how_it_compiles() -> None:
     assert "torch.compile(dynamic=False, mode='reduce-overhead')" in per_size
     assert cli.parse(PACKAGE, measure.COMMANDS, ["--compile-per-size"]).compile_per_size
     assert not cli.parse(PACKAGE, measure.COMMANDS, []).compile_per_size
+
+
+def test_a_run_compiled_per_size_is_a_record_of_its_own(tmp_path):
+    """dynamic=False changes what torch.compile is: such a run never lands in launches.json."""
+    sizes = [100] if helpers.is_simulator() else [2**10]
+    record = measure.run(sizes, [lr.DIRECT_FUSED], repeats=3, arguments=False, progress=False, dynamic=False)
+    assert type(record) is lr.CompiledPerSize and lr.CompiledPerSize.SCHEMA != lr.LaunchesRun.SCHEMA
+    path = results.save(record, tmp_path)
+    assert path.name == "launches_compiled_per_size.json" and not (tmp_path / "launches.json").exists()
+    assert results.load(lr.CompiledPerSize, tmp_path).checks == record.checks
+    plain = measure.run(sizes, [lr.DIRECT_FUSED], repeats=3, arguments=False, progress=False)
+    assert type(plain) is lr.LaunchesRun

@@ -38,7 +38,7 @@ from helpers.sizes import BLOCK_SIZE, blocks_for
 from . import graphs
 from .kernels import ARITY_KERNELS
 from .record import (DIRECT_FUSED, DIRECT_THREE, FUSED, GRAPH_BEST, GRAPH_FUSED, GRAPH_THREE, PEERS, RO, RO_STATIC,
-                     THREE, ArgumentCost, Check, Counted, LaunchesRun, Settings, Timed, Variant)
+                     THREE, ArgumentCost, Check, CompiledPerSize, Counted, LaunchesRun, Settings, Timed, Variant)
 from .report import argument_table, fit_per_argument, plot_argument_costs, plot_two_by_two, table
 
 def measure_argument_costs(n: int = 1024, launches: int = 200, repeats: int = 9) -> list[ArgumentCost]:
@@ -183,11 +183,12 @@ def _measure(record: LaunchesRun, pool: Pool, group: list[str], stage: Callable[
 def run(sizes: Sequence[int] | None = None, labels: Sequence[str] | None = None, *, repeats: int = 25,
         burst_small: int = 30, burst_large: int = 10, arguments: bool = True, progress: bool = True,
         checkpoint: Callable[[LaunchesRun], object] | None = None, dynamic: bool | None = None) -> LaunchesRun:
-    """Measure both parts; every variant checked against NumPy before it is timed."""
+    """Measure both parts; every variant checked against NumPy before it is timed.  With ``dynamic=False``
+    (torch.compile once per size) the record is a :class:`CompiledPerSize`, a file of its own."""
     sizes = sorted(set(sizes or default_sizes()))
     check_sizes(sizes)
     started = time.perf_counter()
-    record = LaunchesRun(
+    record = (CompiledPerSize if dynamic is False else LaunchesRun)(
         simulated=is_simulator(),
         note=("SIMULATED: correctness of the direct launches only; graphs need a GPU and no times were measured"
               if is_simulator() else "host wall clock and CUDA events; every sample kept"),
@@ -308,7 +309,8 @@ def _options(parser: argparse.ArgumentParser) -> None:
                              "per peer keeps one that fails from taking the others with it)")
     parser.add_argument("--compile-per-size", action="store_true",
                         help=f"torch.compile once per size ({peers.describe_torch_compile(dynamic=False)}) "
-                             f"instead of once for every size ({peers.describe_torch_compile()})")
+                             f"instead of once for every size ({peers.describe_torch_compile()}), written to "
+                             f"{CompiledPerSize.SCHEMA}.json, not {LaunchesRun.SCHEMA}.json")
 
 
 def _report(record: LaunchesRun) -> None:
@@ -336,7 +338,8 @@ def _run(args: argparse.Namespace) -> int:
         faulthandler.register(signal.SIGUSR1, all_threads=True)
     if is_simulator():
         print("backend: simulator -- checks the direct launches at tiny sizes; graphs and times need a GPU")
-    previous = load(LaunchesRun, args.out or folder_for(Provenance.here())) if args.merge else None
+    kind = CompiledPerSize if args.compile_per_size else LaunchesRun
+    previous = load(kind, args.out or folder_for(Provenance.here())) if args.merge else None
 
     def keep(partial: LaunchesRun) -> Any:
         return save(partial if previous is None else merge(copy.deepcopy(previous), partial), args.out)
@@ -359,7 +362,7 @@ def _check(args: argparse.Namespace) -> None:
     check_sizes(args.sizes, bytes_per_element=8 * np.dtype(DTYPE).itemsize)
     if args.merge:
         try:
-            load(LaunchesRun, args.out or folder_for(Provenance.here()))
+            load(CompiledPerSize if args.compile_per_size else LaunchesRun, args.out or folder_for(Provenance.here()))
         except ResultError as missing:
             raise ValueError(f"--merge needs an earlier result to add to: {missing}") from None
 

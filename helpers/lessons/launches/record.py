@@ -128,3 +128,9 @@ class LaunchesRun(Record, schema="launches", version=1):
 
     def sizes(self) -> list[int]:
         return sorted({t.n for t in self.timings})
+
+
+@dataclass(kw_only=True)
+class CompiledPerSize(LaunchesRun, schema="launches_compiled_per_size", version=1):
+    """A run whose torch.compile variants were compiled once per size (``dynamic=False``), kept apart from
+    :class:`LaunchesRun`, whose one compilation serves every size (``dynamic=True``)."""
