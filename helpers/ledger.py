@@ -346,8 +346,8 @@ def compare(first: Ledger, second: Ledger) -> str:
     lines = [
         first.summary(),
         second.summary(),
-        f"{first.name} moves {short_number(first.bytes_per_element() / second.bytes_per_element())}x "
-        f"the bytes of {second.name}",
+        f"bytes per element, {first.name} over {second.name}: "
+        f"{short_number(first.bytes_per_element() / second.bytes_per_element())}x",
     ]
     return "\n".join(lines)
 

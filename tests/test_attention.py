@@ -87,11 +87,14 @@ kernels = [(at.make_flash_attention_kernel(64, 64, 64, True), (A, A, A, A, s)), 
 for kernel, sig in kernels:
     ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0))
     print(kernel.py_func.__name__, len(re.findall(r"\.f64\b", ptx)))
+    if kernel.py_func.__name__ == "flash_attention_kernel":  # lesson 12: one shared load reads four floats
+        print("flash_v4_shared_loads", ptx.count("ld.shared.v4.f32"))
 '''
 
 
 def test_kernels_compile_to_float32_arithmetic_only():
-    """A bare -math.inf or 0 in a kernel makes Numba compute in float64, several times slower on a GPU."""
+    """A bare -math.inf or 0 in a kernel makes Numba compute in float64, several times slower on a GPU.  And
+    lesson 12's fused kernel reads its shared K and V tiles with 16-byte loads (``ld.shared.v4.f32``)."""
     root = str(Path(__file__).resolve().parent.parent)
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     done = subprocess.run([sys.executable, "-c", FLOAT32_ONLY], capture_output=True, text=True, env=env, timeout=300)
@@ -99,8 +102,10 @@ def test_kernels_compile_to_float32_arithmetic_only():
         pytest.skip("no NVVM to compile PTX with")
     assert done.returncode == 0, done.stderr[-2000:]
     counts = dict(line.split() for line in done.stdout.strip().splitlines())
+    v4 = int(counts.pop("flash_v4_shared_loads"))
     assert len(counts) == 11
     assert all(n == "0" for n in counts.values()), f"float64 instructions in: {counts}"
+    assert v4 >= 16, f"the fused attention kernel reads shared memory 16 bytes at a time only {v4} times"
 
 
 def test_attention_claims_from_the_numbers():

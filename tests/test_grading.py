@@ -63,13 +63,12 @@ def test_every_call_draws_fresh_signed_inputs(number):
     assert any((first[name] < 0).mean() > 0.2 for name in arrays), "no input has a good share of negative values"
 
 
-def test_a_correct_answer_passes_and_reports_its_budget():
+def test_a_correct_answer_passes_and_reports_its_count_but_not_the_budget():
     result = grading.grade(grading.EXERCISE_1, saxpy_relu)
     assert (result.trips, result.bytes_per_element) == (2, 12)
     assert len(result.ledger.launches) == 1
     assert result.summary() == (
-        "exercise 1 passed: right values at every size tried, 1 launch, 2 trips, 12 bytes per element "
-        "(budget: 2 trips, 12 bytes)"
+        "exercise 1 passed: right values at every size tried, 1 launch, 2 trips, 12 bytes per element"
     )
 
 
@@ -228,7 +227,7 @@ def _numbers_in(message: str) -> set[float]:
     return {float(x) for x in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])", message)}
 
 
-@pytest.mark.parametrize("number, right", [(2, (8, 40, 2, 16)), (5, (8, 48, 2, 28))])
+@pytest.mark.parametrize("number, right", [(2, (8, 40, 2, 16)), (3, (6, 36, 2, 20)), (5, (8, 48, 2, 28))])
 def test_no_wrong_prediction_is_told_the_right_answer(number, right):
     """Each prediction of the exercise's own given pipeline wrong in turn, below and above: the message says which
     way, never the right number; a right number written as a float, or a hair off for bytes, passes."""

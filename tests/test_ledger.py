@@ -71,7 +71,7 @@ def test_wrappers_are_counted_and_compared(wrappers):
     text = compare(three, fused)
     assert "three kernels: 3 launches, 6 trips, 32 bytes per element (20 read + 12 written)" in text
     assert "fused: 1 launch, 2 trips, 16 bytes per element (12 read + 4 written)" in text
-    assert text.endswith("three kernels moves 2x the bytes of fused")
+    assert text.endswith("bytes per element, three kernels over fused: 2x")
 
 
 def test_float64_doubles_the_bytes_but_not_the_trips():

@@ -179,7 +179,7 @@ def test_bytes_in_flight():
     assert resident_blocks_per_sm(128, 256) == 2  # register limit: 65536 / (128 * 256)
     (fused,) = report.bytes_in_flight(fake_softmax_record(0.2, 0.22, 0.9))
     assert fused.loads_per_thread == 16 and fused.bytes_in_flight == 132 * 8 * 256 * 16 * 4
-    assert fused.implied_latency_us == pytest.approx(fused.bytes_in_flight / (fused.achieved_gbs * 1e3))
+    assert fused.kib_per_sm == 8 * 256 * 16 * 4 / 1024 == fused.bytes_in_flight / 132 / 1024
     unknown = dataclasses.replace(fake_softmax_record(0.2, 0.22, 0.9), provenance=None)
     with pytest.raises(results.ResultError, match="SM count"):
         report.bytes_in_flight(unknown)

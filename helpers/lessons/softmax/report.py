@@ -122,11 +122,6 @@ class InFlight:
         """The bytes one SM's resident blocks can have outstanding, in KiB (notebook 10's unit)."""
         return self.blocks_per_sm * self.threads_per_block * self.loads_per_thread * self.load_bytes / 1024
 
-    @property
-    def implied_latency_us(self) -> float:
-        """Little's law backwards: the latency at which these bytes in flight give the achieved rate."""
-        return self.bytes_in_flight / (self.achieved_gbs * 1e3)
-
 
 _IN_FLIGHT = ("numba fused", "numba 16-byte", "numba online")
 

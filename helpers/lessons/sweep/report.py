@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from helpers.device import datasheet_bandwidth_gbs
 from helpers.harness.tables import table
@@ -141,9 +142,10 @@ def plot_sweep_runtime(sweep: Sweep) -> Figure:
     loop.set_title("a Python loop: events around each call (launch cost included)", fontsize=9)
     draw_runtime(gpu, sweep, "gpu", cold=True)
     gpu.set_title("GPU time only: solid = L2 warm, dashed = L2 flushed", fontsize=9)
+    between = Patch(facecolor="white", edgecolor="#cccccc", label="in between (unshaded)")
     for ax in (loop, gpu):  # each panel keys its own regimes, top left, above the curves
-        bands = [(h, l) for h, l in zip(*ax.get_legend_handles_labels()) if l.endswith(("(numba fused)", "outlier"))]
-        ax.legend(*zip(*bands), fontsize=7, loc="upper left")
+        bands = [h for h, l in zip(*ax.get_legend_handles_labels()) if l.endswith(("(numba fused)", "outlier"))]
+        ax.legend(handles=bands + [between], fontsize=7, loc="upper left")
     lines = [(h, l) for h, l in zip(*loop.get_legend_handles_labels()) if l in sweep.implementations]
     fig.legend(*zip(*lines), fontsize=8, loc="lower center", ncol=5, frameon=False)  # one key for both panels
     fig.suptitle(f"{title}\n{_caption(sweep)}", fontsize=10)
