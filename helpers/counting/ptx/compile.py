@@ -91,11 +91,7 @@ def _compiler(request: dict[str, Any]) -> tuple[Any, tuple[int, ...]]:
     from numba.cuda import dispatcher
 
     cc = tuple(request["cc"])
-
-    class _Device:
-        compute_capability = cc
-
-    dispatcher.get_current_device = lambda: _Device()
+    dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=cc)
     return cuda, cc
 
 
