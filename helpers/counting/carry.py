@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .ptx.compile import function_source, global_names, python_function
+from ..validate import kernel_function
+from .ptx.compile import function_source, global_names
 from .record import CannotAttribute
 
 _CONSTANTS = (bool, int, float, str, type(None))
@@ -73,7 +74,7 @@ def _carry(name: str, value: Any, owner: Any, stack: tuple[Any, ...]) -> dict[st
     if home is not None:
         where, root = home
         return {"import": where, "paths": [root] if root else []}
-    inner = python_function(value)
+    inner = kernel_function(value)
     if inner is not value and inspect.isfunction(inner):
         spec = function_spec(inner, stack)
         return {"device": spec, "paths": spec.pop("paths")}

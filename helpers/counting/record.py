@@ -166,13 +166,11 @@ class ArgInfo:
     host: str | None = None  # Numba copies it from the host: "array" (a NumPy array) or its hint ("In", "Out", "InOut")
 
     @property
-    def copied_in(self) -> bool:
-        """Numba copies it host -> device before the launch."""
+    def copied_in(self) -> bool:  # host -> device before the launch
         return self.host in ("array", "In", "InOut")
 
     @property
-    def copied_out(self) -> bool:
-        """Numba copies it device -> host after the launch."""
+    def copied_out(self) -> bool:  # device -> host after it
         return self.host in ("array", "Out", "InOut")
 
     @property
@@ -250,7 +248,6 @@ class LaunchArgs:
         return [a.name for a in self.args]
 
     def arrays(self) -> list[tuple[int, ArgInfo]]:
-        """(index, argument) for every array argument."""
         return [(i, a) for i, a in enumerate(self.args) if a.is_array]
 
     @property
@@ -324,11 +321,6 @@ class Traffic:
     def read(self) -> dict[str, int]:
         """Bytes read, by array name."""
         return {a.name: a.bytes_read for a in self.arrays}
-
-    @property
-    def written(self) -> dict[str, int]:
-        """Bytes written, by array name."""
-        return {a.name: a.bytes_written for a in self.arrays}
 
     bytes_read, bytes_written = summed("arrays", "bytes_read"), summed("arrays", "bytes_written")
 

@@ -20,10 +20,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..backend import is_simulator
+from ..validate import kernel_function
 from .carry import build_function, function_spec
 from .other_backend import SIMULATOR, OtherBackendError, run_under
 from .ptx import compile_ptx
-from .ptx.compile import python_function
 from .ptx.machine import emulate
 from .record import CannotAttribute, ElementCounts, LaunchArgs, Traffic, copies_for_a_count, short_number
 
@@ -61,7 +61,7 @@ def _launch_args(args: Sequence[Any] | LaunchArgs, names: Names) -> LaunchArgs:
 
 
 def _kernel_name(kernel: Any) -> str:
-    return str(python_function(kernel).__name__)
+    return str(kernel_function(kernel).__name__)
 
 
 def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any] | LaunchArgs,
@@ -235,7 +235,7 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
     if threads > 20_000:
         raise ValueError(f"{threads} threads would take minutes in the simulator (about 5k threads/s); "
                          "count a small launch instead: bytes per element do not depend on n")
-    carried = function_spec(python_function(kernel))  # refused here, naming the global, before anything is copied
+    carried = function_spec(kernel_function(kernel))  # refused here, naming the global, before anything is copied
     with tempfile.TemporaryDirectory() as tmp:
         arrays: dict[str, np.ndarray] = {}
         spec: list[dict[str, Any]] = []
