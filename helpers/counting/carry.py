@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .ptx.compile import function_source, global_names, python_function
+from ..validate import kernel_function
+from .ptx.compile import function_source, global_names
 from .record import CannotAttribute
 
 _CONSTANTS = (bool, int, float, str, type(None))
@@ -39,9 +40,7 @@ def function_spec(py_func: Any, _stack: tuple[Any, ...] = ()) -> dict[str, Any]:
     paths: list[str] = []
     for global_name, value in _names_used(py_func, _stack or (py_func,)):
         how = _carry(global_name, value, py_func, _stack + (py_func,))
-        for path in how.pop("paths", []):
-            if path not in paths:
-                paths.append(path)
+        paths += [path for path in how.pop("paths", []) if path not in paths]
         carried[global_name] = how
     return {"name": name, "source": source, "globals": carried, "paths": paths}
 
@@ -75,7 +74,7 @@ def _carry(name: str, value: Any, owner: Any, stack: tuple[Any, ...]) -> dict[st
     if home is not None:
         where, root = home
         return {"import": where, "paths": [root] if root else []}
-    inner = python_function(value)
+    inner = kernel_function(value)
     if inner is not value and inspect.isfunction(inner):
         spec = function_spec(inner, stack)
         return {"device": spec, "paths": spec.pop("paths")}
@@ -88,7 +87,7 @@ def _carry(name: str, value: Any, owner: Any, stack: tuple[Any, ...]) -> dict[st
     )
 
 
-def _importable_home(name: str, value: Any, owner: Any) -> tuple[str, str | None] | None:
+def _importable_home(name: str, value: Any, owner: Any) -> tuple[str, str] | None:
     """``("module:attribute", sys.path folder)`` of an importable module that holds ``value``, else None."""
     qualname = getattr(value, "__qualname__", None)
     candidates = [(owner.__module__, name), (getattr(value, "__module__", None), name)]
@@ -98,11 +97,9 @@ def _importable_home(name: str, value: Any, owner: Any) -> tuple[str, str | None
     for module_name, attribute in candidates:
         if not isinstance(module_name, str) or module_name not in sys.modules:
             continue
-        found = _lookup(sys.modules[module_name], attribute)
-        if found is value:
-            importable, root = _import_root(module_name)
-            if importable:
-                return f"{module_name}:{attribute}", root
+        root = _import_root(module_name) if _lookup(sys.modules[module_name], attribute) is value else None
+        if root is not None:
+            return f"{module_name}:{attribute}", root
     return None
 
 
@@ -116,22 +113,22 @@ def _lookup(module: Any, dotted: str) -> Any:
 _MISSING = object()
 
 
-def _import_root(module_name: str) -> tuple[bool, str | None]:
-    """Whether a fresh process can import ``module_name``, and the ``sys.path`` folder it needs (None: any)."""
+def _import_root(module_name: str) -> str | None:
+    """The ``sys.path`` folder a fresh process needs to import ``module_name`` ("": any), or None if it cannot."""
     if module_name == "__main__":
-        return False, None
+        return None
     if module_name in sys.builtin_module_names:
-        return True, None
+        return ""
     file = getattr(sys.modules.get(module_name), "__file__", None)
     if not file or not Path(file).is_file():
-        return False, None
+        return None
     path = Path(file).resolve()
     parts = module_name.split(".")
     stem = path.name.split(".")[0]
     folder = path.parent if stem == "__init__" else path.parent / stem
     if folder.parts[-len(parts):] != tuple(parts):  # loaded under a name its file does not have
-        return False, None
-    return True, str(folder.parents[len(parts) - 1])
+        return None
+    return str(folder.parents[len(parts) - 1])
 
 
 def build_function(spec: dict[str, Any], cuda: Any) -> Any:

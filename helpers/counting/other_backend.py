@@ -62,10 +62,7 @@ def error_detail(exc: BaseException) -> str:
 
 def _last_error(stderr: str) -> str:
     """The exception line(s) at the end of a traceback (a message may span several lines)."""
-    text = stderr.strip()
-    if not text:
-        return ""
-    lines = text.splitlines()
+    lines = stderr.strip().splitlines()
     start = max((i for i, ln in enumerate(lines) if ln.startswith("  File ")), default=-1)
     tail = [ln for ln in lines[start + 1 :] if ln.strip() and not ln.startswith("    ")]
     return " ".join(tail or lines[-1:]).strip()

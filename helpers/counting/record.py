@@ -43,7 +43,6 @@ class LinkedCall(CannotAttribute):
 
     @classmethod
     def of(cls, kernel: str, callee: str, linked: bool) -> "LinkedCall":
-        """The refusal of a ``call``: it names the callee as the PTX does, and says why it is not followed."""
         if linked:
             why = (f"it calls `{callee}`, a function compiled from CUDA C (linked with `link=`), whose code the "
                    "static counter cannot see, so it cannot say what that function reads and writes")
@@ -111,12 +110,8 @@ class ArrayLayout:
     def params(self, pointer: int, size: int, itemsize: int, shape: tuple[int, ...],
                strides: tuple[int, ...]) -> list[int]:
         """The parameters' values for an array whose data is at ``pointer`` (other fixed ones: 0)."""
-        fixed = [0] * self.fixed
-        for k in self.data:
-            fixed[k] = pointer
-        for k, value in ((self.size_at, size), (self.itemsize_at, itemsize)):
-            if k is not None:
-                fixed[k] = value
+        known = {**dict.fromkeys(self.data, pointer), self.size_at: size, self.itemsize_at: itemsize}
+        fixed = [known.get(k, 0) for k in range(self.fixed)]  # a None key (no such parameter) is never asked for
         steps = [s // itemsize for s in strides] if self.strides_in_elements else list(strides)
         return fixed + list(shape) + steps
 
@@ -131,11 +126,9 @@ def array_layout(ptx_params: int, ndims: Sequence[int | None], refuse: bool = Tr
     """The layout under which arguments of these dimensions (None: a scalar) take ``ptx_params`` parameters;
     where none does, ``CannotAttribute`` (or numba-cuda's, if not ``refuse``: the PTX declares more)."""
     implied = {layout: sum(layout.n_params(d) for d in ndims) for layout in (NUMBA_CUDA_ARRAYS, MLIR_ARRAYS)}
-    for layout, count in implied.items():
-        if count == ptx_params:
-            return layout
-    if not refuse:
-        return NUMBA_CUDA_ARRAYS
+    found = next((layout for layout, count in implied.items() if count == ptx_params), None)
+    if found is not None or not refuse:
+        return found or NUMBA_CUDA_ARRAYS
     raise CannotAttribute(f"the PTX has {ptx_params} parameters but the argument types imply "
                           f"{implied[NUMBA_CUDA_ARRAYS]}")
 
@@ -173,13 +166,11 @@ class ArgInfo:
     host: str | None = None  # Numba copies it from the host: "array" (a NumPy array) or its hint ("In", "Out", "InOut")
 
     @property
-    def copied_in(self) -> bool:
-        """Numba copies it host -> device before the launch."""
+    def copied_in(self) -> bool:  # host -> device before the launch
         return self.host in ("array", "In", "InOut")
 
     @property
-    def copied_out(self) -> bool:
-        """Numba copies it device -> host after the launch."""
+    def copied_out(self) -> bool:  # device -> host after it
         return self.host in ("array", "Out", "InOut")
 
     @property
@@ -204,9 +195,7 @@ class ArgInfo:
 
     @property
     def argtype(self) -> ArgType:
-        if self.is_array:
-            return ArgType("array", self.dtype, len(self.shape), "C")
-        return ArgType("scalar", self.dtype)
+        return ArgType("array", self.dtype, len(self.shape), "C") if self.is_array else ArgType("scalar", self.dtype)
 
     @classmethod
     def of(cls, name: str, value: Any, host: str | None = None) -> "ArgInfo":
@@ -224,7 +213,9 @@ class ArgInfo:
                 dtype = np.dtype(interface["typestr"])
             shape = tuple(int(s) for s in value.shape)
             strides = interface.get("strides") if interface else getattr(value, "strides", None)
-            strides = tuple(int(s) for s in strides) if strides else _c_strides(shape, dtype.itemsize)
+            if not strides:  # C order
+                strides = [dtype.itemsize * prod(shape[k + 1:]) for k in range(len(shape))]
+            strides = tuple(int(s) for s in strides)
             return cls(name, True, _numba_name(dtype), shape, dtype.itemsize, strides, host=host)
         if isinstance(value, np.generic):
             dtype = np.dtype(type(value))
@@ -236,10 +227,6 @@ class ArgInfo:
 
 def _numba_name(dtype: np.dtype) -> str:
     return "boolean" if dtype == np.bool_ else str(dtype)
-
-
-def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    return tuple(itemsize * prod(shape[k + 1:]) for k in range(len(shape)))
 
 
 @dataclass(frozen=True)
@@ -261,7 +248,6 @@ class LaunchArgs:
         return [a.name for a in self.args]
 
     def arrays(self) -> list[tuple[int, ArgInfo]]:
-        """(index, argument) for every array argument."""
         return [(i, a) for i, a in enumerate(self.args) if a.is_array]
 
     @property
@@ -335,11 +321,6 @@ class Traffic:
     def read(self) -> dict[str, int]:
         """Bytes read, by array name."""
         return {a.name: a.bytes_read for a in self.arrays}
-
-    @property
-    def written(self) -> dict[str, int]:
-        """Bytes written, by array name."""
-        return {a.name: a.bytes_written for a in self.arrays}
 
     bytes_read, bytes_written = summed("arrays", "bytes_read"), summed("arrays", "bytes_written")
 

@@ -20,12 +20,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..backend import is_simulator
+from ..validate import kernel_function
 from .carry import build_function, function_spec
 from .other_backend import SIMULATOR, OtherBackendError, run_under
 from .ptx import compile_ptx
-from .ptx.compile import python_function
 from .ptx.machine import emulate
-from .record import ArgInfo, CannotAttribute, ElementCounts, LaunchArgs, Traffic, copies_for_a_count, short_number
+from .record import CannotAttribute, ElementCounts, LaunchArgs, Traffic, copies_for_a_count, short_number
 
 Dims = int | Sequence[int]
 
@@ -56,15 +56,12 @@ Names = Sequence[str] | LaunchArgs | None
 
 def _launch_args(args: Sequence[Any] | LaunchArgs, names: Names) -> LaunchArgs:
     """The launch's record: given (as ``args`` or ``names``), or read from the values."""
-    if isinstance(args, LaunchArgs):
-        return args
-    if isinstance(names, LaunchArgs):
-        return names
-    return LaunchArgs.of(args, names)
+    given = next((a for a in (args, names) if isinstance(a, LaunchArgs)), None)
+    return given or LaunchArgs.of(args, names)
 
 
 def _kernel_name(kernel: Any) -> str:
-    return str(python_function(kernel).__name__)
+    return str(kernel_function(kernel).__name__)
 
 
 def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any] | LaunchArgs,
@@ -72,12 +69,9 @@ def static_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[An
     """The launch's traffic as its compiled PTX says (:mod:`.ptx.machine`), without running it on the GPU: the true
     count or :class:`CannotAttribute`, never a guess.  ``args`` may be the values or their :class:`LaunchArgs`;
     ``ptx`` the code already compiled (the ledger's)."""
-    launch = _launch_args(args, names)
-    name = _kernel_name(kernel)
-    grid, block = launch_dims(griddim, blockdim)
-    if ptx is None:
-        ptx = compile_ptx(kernel, launch.argtypes)
-    return Traffic(name, "ptx", launch.traffic(emulate(ptx, launch, grid, block, name)))
+    launch, name = _launch_args(args, names), _kernel_name(kernel)
+    ptx = compile_ptx(kernel, launch.argtypes) if ptx is None else ptx
+    return Traffic(name, "ptx", launch.traffic(emulate(ptx, launch, *launch_dims(griddim, blockdim), name)))
 
 
 class _ThreadTouches:
@@ -99,10 +93,7 @@ class _ThreadTouches:
     def load(self, flat: np.ndarray) -> None:
         who = self._thread()
         with self.lock:
-            for e in flat.tolist():
-                key = (who, e)
-                if key not in self.stored:
-                    self.loaded.add(key)
+            self.loaded.update({(who, e) for e in flat.tolist()} - self.stored)
 
     def store(self, flat: np.ndarray) -> None:
         who = self._thread()
@@ -124,12 +115,9 @@ def _flat_elements(shape: tuple[int, ...], idx: Any) -> np.ndarray:
 
 
 def simulated_traffic(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any], names: Names = None) -> Traffic:
-    """Run the launch in the CUDA simulator and count the distinct elements each thread touches.
-
-    In the simulator this runs here (on device arrays); on a GPU the kernel (:mod:`.carry`) and the arguments go
-    to a simulator subprocess.  Not inside a ``Ledger`` block (it wraps arrays with its own counter).  A thread
-    indexing outside an array raises ``IndexError`` naming it.  ``names`` may be the launch's :class:`LaunchArgs`.
-    """
+    """Run the launch in the CUDA simulator, counting the distinct elements each thread touches: here, or on a GPU
+    in a simulator subprocess (the kernel carried by :mod:`.carry`).  Not inside a ``Ledger`` block (it wraps arrays
+    with its own counter).  A thread indexing outside an array raises ``IndexError`` naming it."""
     record = _launch_args(args, names)
     for i, a in enumerate(args):
         if isinstance(a, np.ndarray):
@@ -228,26 +216,15 @@ def simulate_request(request: dict[str, Any]) -> dict[str, Any]:
     return _simulated_counts(kernel, request["grid"], request["block"], args, request["names"]).to_json()
 
 
+# raised again as themselves: the kernel's own (an index past the end), a refusal of a global the simulator lacks
 _SAME_KIND: dict[str, type[Exception]] = {"IndexError": IndexError, "TypeError": TypeError,
                                           "CannotAttribute": CannotAttribute}
-"""Errors raised again as themselves: the kernel's own (an index past the end, say), and a refusal of a carried
-global the simulator does not have."""
 
 
 def _own_words(exc: OtherBackendError) -> str:
     """The subprocess's message without its leading ``module.Kind: ``."""
     head, sep, rest = str(exc).partition(": ")
     return rest if sep and head.split(".")[-1] == exc.kind else str(exc)
-
-
-def _describe(i: int, a: Any, info: ArgInfo, arrays: dict[str, np.ndarray], spec: list[dict[str, Any]]) -> None:
-    """Argument ``i`` as data for the simulator subprocess: an array's contents, or a scalar's type and value."""
-    if hasattr(a, "copy_to_host") or isinstance(a, np.ndarray):  # a host array: Numba copies it in
-        arrays[f"a{i}"] = a.copy_to_host() if hasattr(a, "copy_to_host") else np.ascontiguousarray(a)
-        spec.append({"array": f"a{i}"})
-    else:
-        spec.append({"dtype": np.dtype(type(a)).name if isinstance(a, np.generic) else
-                     {"boolean": "bool"}.get(info.dtype, info.dtype), "value": info.value})
 
 
 def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Sequence[Any], names: Names) -> Traffic:
@@ -258,13 +235,18 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
     if threads > 20_000:
         raise ValueError(f"{threads} threads would take minutes in the simulator (about 5k threads/s); "
                          "count a small launch instead: bytes per element do not depend on n")
-    carried = function_spec(python_function(kernel))  # refused here, naming the global, before anything is copied
+    carried = function_spec(kernel_function(kernel))  # refused here, naming the global, before anything is copied
     with tempfile.TemporaryDirectory() as tmp:
         arrays: dict[str, np.ndarray] = {}
         spec: list[dict[str, Any]] = []
-        with copies_for_a_count():
-            for i, a in enumerate(args):
-                _describe(i, a, record.args[i], arrays, spec)
+        with copies_for_a_count():  # each argument as data: an array's contents, a scalar's type and value
+            for i, (a, info) in enumerate(zip(args, record.args)):
+                if hasattr(a, "copy_to_host") or isinstance(a, np.ndarray):  # a host array: Numba copies it in
+                    arrays[f"a{i}"] = a.copy_to_host() if hasattr(a, "copy_to_host") else np.ascontiguousarray(a)
+                    spec.append({"array": f"a{i}"})
+                else:
+                    spec.append({"dtype": np.dtype(type(a)).name if isinstance(a, np.generic) else
+                                 {"boolean": "bool"}.get(info.dtype, info.dtype), "value": info.value})
         path = os.path.join(tmp, "arrays.npz")
         np.savez(path, **arrays)
         request = {"kernel": carried, "grid": list(_dims(griddim)), "block": list(_dims(blockdim)), "args": spec,

@@ -42,12 +42,8 @@ class GlobalAccess:
 @dataclass
 class PtxCounts:
     """Global loads and stores per thread (per iteration for a grid-stride loop), by argument: the *distinct*
-    elements a thread touches, as the simulator counts them.
-
-    A load of the same register address as an earlier load or store of the thread is dropped (where aliasing
-    kept the compiler from doing so); an unrolled loop counts per *source* iteration.  ``instructions`` keeps
-    every ``ld``/``st`` in the PTX, before deduplication.
-    """
+    elements a thread touches, as the simulator counts them (a load of an address the thread already loaded or
+    stored is dropped; an unrolled loop counts per *source* iteration).  ``instructions``: every ``ld``/``st``."""
 
     accesses: list[GlobalAccess] = field(default_factory=list)
     instructions: list[GlobalAccess] = field(default_factory=list)
@@ -132,16 +128,6 @@ class _Scan:
             self.written(regs[0], frozenset({_DATA}))
 
 
-def _scan(program: Program, data_param: dict[int, int], loops: list[tuple[int, int]]) -> _Scan:
-    """Every global access in program order with its loop, owner and address key."""
-    taint: dict[str, frozenset[int]] = {}
-    for _ in range(3):  # loops carry values around a back edge: iterate to a fixed point
-        scan = _Scan(taint, data_param, loops)
-        for i, ins in enumerate(program.instructions):
-            scan.step(i, ins)
-    return scan
-
-
 def _distinct(accesses: list[GlobalAccess]) -> list[GlobalAccess]:
     """Drop a load of an address the thread already loaded or stored, and a repeated store."""
     loaded: set[tuple[int | None, str]] = set()
@@ -196,7 +182,11 @@ def analyze_ptx(ptx: str, argtypes: Sequence[ArgType]) -> PtxCounts:
             data_param.update({first + k: index for k in layout.data})
         first += layout.n_params(ndim)
     loops = program.loops()
-    scan = _scan(program, data_param, loops)
+    taint: dict[str, frozenset[int]] = {}
+    for _ in range(3):  # loops carry values around a back edge: iterate to a fixed point
+        scan = _Scan(taint, data_param, loops)
+        for i, ins in enumerate(program.instructions):
+            scan.step(i, ins)
     grid_stride = bool(loops) and any("%nctaid" in o for ins in program.instructions for o in ins.operands)
     regions: dict[int, list[GlobalAccess]] = {}
     for loop, a in scan.found:

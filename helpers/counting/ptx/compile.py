@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 from ...backend import is_simulator
 from ...device import compute_capability
+from ...validate import kernel_function
 from ..other_backend import COMPILER, OtherBackendError, error_detail, run_under
 from ..record import ArgInfo, ArgType, CannotAttribute
 
@@ -37,11 +38,6 @@ def global_names(code: pytypes.CodeType) -> set[str]:
         if isinstance(const, pytypes.CodeType):
             names |= global_names(const)
     return names
-
-
-def python_function(kernel: Any) -> Any:
-    """The Python function a kernel (a dispatcher, a simulator kernel, or the function itself) was made from."""
-    return getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
 
 
 def function_source(py_func: Any) -> str:
@@ -68,7 +64,7 @@ def kernel_source(py_func: Any, _seen: set[str] | None = None) -> str:
             continue
         seen.add(name)
         value = py_func.__globals__[name]
-        inner = python_function(value)
+        inner = kernel_function(value)
         if isinstance(value, pytypes.ModuleType):
             header.append(f"import {value.__name__} as {name}")
         elif isinstance(value, (bool, int, float)):
@@ -91,11 +87,7 @@ def _compiler(request: dict[str, Any]) -> tuple[Any, tuple[int, ...]]:
     from numba.cuda import dispatcher
 
     cc = tuple(request["cc"])
-
-    class _Device:
-        compute_capability = cc
-
-    dispatcher.get_current_device = lambda: _Device()
+    dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=cc)
     return cuda, cc
 
 
@@ -109,14 +101,13 @@ def compile_request(request: dict[str, Any]) -> str:
 
 
 def compile_shapes(request: dict[str, Any], make: Callable[..., Any], signature: tuple[Any, ...]) -> dict[str, str]:
-    """PTX of ``make(*shape)`` for each shape in ``request["shapes"]``, keyed by the shape as JSON, compiled for
-    ``request["cc"]`` with the numba argument types ``signature``: what a lesson's ``compile_request`` returns when
-    :mod:`..other_backend` runs it with the real ``numba.cuda`` (no GPU needed)."""
+    """PTX of ``make(*shape)`` for each of ``request["shapes"]`` (keyed by the shape as JSON) for ``signature``:
+    what a lesson's ``compile_request`` returns, run by :mod:`..other_backend` under the real ``numba.cuda``."""
     cuda, cc = _compiler(request)
 
     def ptx(kernel: Any) -> str:  # with the kernel's launch bounds, where it has them
         bounds = getattr(kernel, "targetoptions", {}).get("launch_bounds")
-        return cuda.compile_ptx(python_function(kernel), signature, cc=cc, launch_bounds=bounds)[0]
+        return cuda.compile_ptx(kernel_function(kernel), signature, cc=cc, launch_bounds=bounds)[0]
 
     return {json.dumps(shape): ptx(make(*shape)) for shape in request["shapes"]}
 
@@ -158,7 +149,7 @@ def _compile_in_subprocess(source: str, name: str, argtypes: tuple[ArgType, ...]
 
 def compile_ptx(kernel: Any, argtypes: Sequence[ArgType], cc: tuple[int, int] | None = None) -> str:
     """PTX for ``kernel`` (a ``@cuda.jit`` kernel or a plain function) and these argument types."""
-    py_func = python_function(kernel)
+    py_func = kernel_function(kernel)
     cc = cc or compute_capability()
     if is_simulator():
         return _compile_in_subprocess(kernel_source(py_func), py_func.__name__, tuple(argtypes), tuple(cc))

@@ -175,13 +175,10 @@ class Machine:
                 value = self.domain.evaluate(ins, sources, active)
             except Unsupported as exc:
                 value = Unknown(False, str(exc))
-        dests = ins.operands[0].split("|")
-        if len(dests) == 2 and not isinstance(value, Unknown):  # setp's predicate and its negation
-            self.put(dests[0], value, active)
-            self.put(dests[1], ~value, active)
-            return
-        for d in dests:
-            self.put(d, value, active)
+        dests = ins.operands[0].split("|")  # setp's two: the predicate and its negation
+        negated = len(dests) == 2 and not isinstance(value, Unknown)
+        for d, v in zip(dests, [value, ~value] if negated else [value] * len(dests)):
+            self.put(d, v, active)
 
     def param(self, ins: Instruction) -> Any:
         k = ins.param()
