@@ -146,3 +146,16 @@ def test_list_of_tensors_follows_the_step_after_the_first():
         want = op.reference(want[0], g, want[1], want[2], opt, step)
     got = np.concatenate([a.copy_to_host() for a in views[0]])
     assert np.allclose(got, want[0], rtol=1e-5, atol=1e-7)
+
+
+def test_a_claim_that_sets_host_time_against_gpu_time_says_so():
+    from helpers.lessons.optimizer import report
+    from helpers.lessons.optimizer.record import AdamWBench, AdamWRow
+    from helpers.lessons.softmax.record import HOST_TIME_IN_IT, Measured
+
+    def bench(note):
+        return AdamWBench(rows=[AdamWRow("list", 200, 1000, 28000, [
+            Measured(report.PER_TENSOR, 13.0, note=note), Measured("torch AdamW fused=True", 0.6)])])
+
+    assert report.adamw_claims(bench(HOST_TIME_IN_IT))[0].endswith("21.67x its time (host time in ours, not in torch's)")
+    assert report.adamw_claims(bench(""))[0].endswith("21.67x its time")

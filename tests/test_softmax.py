@@ -217,7 +217,8 @@ def test_the_committed_reduction_records_are_drawn_one_point_per_measurement(tmp
     committed = attention_report.committed()
     figure = report.draw(committed, attention_report.title)
     assert isinstance(committed, attention_record.AttentionBench)
-    assert [len(ax.collections[0].get_offsets()) for ax in figure.axes] == [len(r.measured) for r in committed.rows]
+    assert [sum(len(c.get_offsets()) for c in ax.collections) for ax in figure.axes] == [
+        len(r.measured) for r in committed.rows]
 
 
 def _refused(kind, words, call):

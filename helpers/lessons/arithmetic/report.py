@@ -38,8 +38,8 @@ def compile_lines(c: CompileFusion) -> str:
         f"torch eager launches {c.eager_kernels} GPU kernels for (a + b) * c / s; torch.compile launches "
         f"{c.compiled_kernels}: {', '.join(c.compiled_kernel_names)}",
         f"torch.compile against NumPy: bitwise equal {c.bitwise_equal_to_numpy}, largest difference {c.max_abs_diff_vs_numpy:.3g}; "
-        f"torch eager: largest difference {c.max_abs_diff_eager_vs_numpy:.3g}"
-        + ("" if c.bitwise_equal_to_eager is None else f"; torch.compile against eager: bitwise equal {c.bitwise_equal_to_eager}"),
+        f"torch eager: largest difference {c.max_abs_diff_eager_vs_numpy:.3g}",
+        *([] if c.bitwise_equal_to_eager is None else [f"torch.compile against torch eager: bitwise equal {c.bitwise_equal_to_eager}"]),
         f"(torch {c.torch_version}, Triton {c.triton_version}, n = {c.n:,})",
     ])
 
@@ -78,5 +78,5 @@ def floor_lines(rows: Sequence[tuple[str, float, float]], bound_gbs: float) -> l
         gbs = moved / (ms * 1e-3) / 1e9
         cells.append([kernel, f"{moved / 1e6:.0f} MB", format_ms(moved / (bound_gbs * 1e9) * 1e3), format_ms(ms),
                       f"{gbs:.0f}", f"{gbs / bound_gbs:.0%}"])
-    return table(cells, ["kernel", "bytes", "floor", "measured", "GB/s", "of the bound"],
+    return table(cells, ["kernel", "bytes", "floor", "measured", "GB/s", "% of bound"],
                  widths=(16, 7, 10, 10, 6, 12), gap=1).splitlines()

@@ -27,7 +27,7 @@ from helpers.timing import Timing, copy_bandwidth, time_gpu
 
 from . import kernels as softmax
 from . import vector
-from .record import Measured, SoftmaxBench, SoftmaxRow
+from .record import HOST_TIME_IN_IT, Measured, SoftmaxBench, SoftmaxRow
 from .report import save_plot, softmax_table
 
 SOFTMAX_SHAPES = [(16384, 4096), (4096, 4096), (4096, 1024)]  # the largest first: a run cut short keeps it
@@ -44,8 +44,6 @@ def measured(name: str, timing: Timing | None, error: float | None, note: str = 
     return Measured(name, None if timing is None else timing.median_ms, None if timing is None else timing.spread_ms,
                     error, note, None if kernel is None else registers_per_thread(kernel), threads)
 
-
-HOST_TIME_IN_IT = "host time in it (GPU idle before each call)"
 
 
 def flat(array: Any) -> Any:

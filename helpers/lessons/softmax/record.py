@@ -12,6 +12,10 @@ from helpers import results
 T = TypeVar("T")
 
 
+HOST_TIME_IN_IT = "host time in it (GPU idle before each call)"
+"""A :class:`Measured` note: the time was too long to hide the host's cost behind a hold, so it includes it."""
+
+
 @dataclass
 class Measured:
     """One implementation at one size: its median GPU time and its check against the reference."""

@@ -20,7 +20,7 @@ from helpers import results
 from helpers.device import resident_blocks_per_sm
 from helpers.harness.tables import table
 
-from .record import Measured, SoftmaxBench, SoftmaxRow
+from .record import HOST_TIME_IN_IT, Measured, SoftmaxBench, SoftmaxRow
 
 R = TypeVar("R", bound=results.Record)
 
@@ -160,26 +160,34 @@ def bytes_in_flight(record: SoftmaxBench, rows: int = 16384, cols: int = 4096) -
 
 def draw(record: Any, title: Callable[[Any], str], keep: Callable[[str], bool] = lambda name: True) -> Figure:
     """One panel per measured shape: GPU time of every implementation ``keep`` takes by name (log scale), Numba in
-    blue, torch in orange."""
+    blue, torch in orange; a time with the host's cost in it (its note says so) as a hollow point."""
     rows = record.rows
     shown = sum(1 for r in rows for m in r.measured if m.median_ms and keep(m.name))
     fig, axes = plt.subplots(len(rows), 1, figsize=(9, 0.28 * shown + 1.3 * len(rows)),
                              squeeze=False, layout="constrained")  # constrained: long names are not cut off
+    hosted = False
     for ax, row in zip(axes[:, 0], rows):
         timed = [m for m in row.measured if m.median_ms and keep(m.name)]
-        names = [m.name for m in timed]
-        y = list(range(len(names)))[::-1]  # points, not bars: a bar's length means nothing on a log axis
-        _ = ax.scatter([m.median_ms for m in timed], y, c=[_colour(n) for n in names], zorder=3)
-        ax.set_yticks(y, names)
+        y = list(range(len(timed)))[::-1]  # points, not bars: a bar's length means nothing on a log axis
+        for host in (False, True):  # filled points, then hollow ones (host time in them)
+            points = [(m, at) for m, at in zip(timed, y) if (HOST_TIME_IN_IT in m.note) == host]
+            hosted |= host and bool(points)
+            if points:
+                colours = [_colour(m.name) for m, _ in points]
+                ax.scatter([m.median_ms for m, _ in points], [at for _, at in points], edgecolors=colours,
+                           facecolors="none" if host else colours, zorder=3)
+        ax.set_yticks(y, [m.name for m in timed])
         ax.set_xscale("log")
         plain_log_ticks(ax)
         ax.grid(axis="x", which="both", alpha=0.3)
-        ax.set_xlabel("median GPU time (ms), log scale")
+        ax.set_xlabel("median time (ms), log scale: GPU time" + ("; hollow: host time in it" if hosted else ""))
         ax.set_title(title(row), fontsize=9)
         ax.tick_params(axis="y", labelsize=7)
     where = record.provenance
-    fig.legend(handles=[Line2D([], [], ls="", marker="o", color=_colour(who), label=who) for who in ("Numba", "torch")],
-               loc="outside upper right", fontsize=8, ncols=2)
+    key = [Line2D([], [], ls="", marker="o", color=_colour(who), label=who) for who in ("Numba", "torch")]
+    if hosted:
+        key.append(Line2D([], [], ls="", marker="o", markerfacecolor="none", color="grey", label="host time in it"))
+    fig.legend(handles=key, loc="outside upper right", fontsize=8, ncols=len(key))
     fig.suptitle(f"{where.device if where else ''}, {where.date[:10] if where else ''}", fontsize=8)
     return fig
 
