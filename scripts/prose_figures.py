@@ -856,7 +856,7 @@ OUTPUTS.update({
     "nb10_l2_ns": r"4 MiB\s+page_local\s+(\d+)",
     "nb10_dram_ns": r"DRAM latency \(page-local, largest buffer\): (\d+) ns",
     "nb10_dram_random_ns": r"1 GiB\s+random\s+(\d+)",
-    "nb10_need_kib": r"to reach the datasheet bound, [\d,]+ GB/s, each of the \d+ SMs needs (\d+) KiB",
+    "nb10_need_kib": r"to reach the datasheet bound \(at 3 reads : 1 write\), [\d,]+ GB/s, each of the \d+ SMs needs (\d+) KiB",
     "nb10_div_over_add": r"one division takes ([\d.]+)x the time of one addition",
     "nb10_model_hits": r"the model predicts (\d+) of \d+ kernels within",
     "nb10_division_measured": r"without it scale_kernel runs ([\d.]+)x as fast",
