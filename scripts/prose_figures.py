@@ -309,9 +309,12 @@ for _name, _kernel in [("nb02_add_pct_bound", "add"), ("nb02_multiply_pct_bound"
     figure(_name)(lambda name=_kernel: 100 * _inflight_kernel(name)["gbs"] / ceiling.bound_gbs())
 
 
-@figure("nb02_add_dram_busy")
-def _nb02_add_dram_busy() -> float:
-    return next(k["dram_throughput_pct"] for k in _seed()["kernels"] if k["kernel"] == "add_kernel")
+def _nb02_dram_busy(kernel: str) -> float:
+    return next(k["dram_throughput_pct"] for k in _seed()["kernels"] if k["kernel"] == kernel)
+
+
+figure("nb02_add_dram_busy")(lambda: _nb02_dram_busy("add_kernel"))
+figure("nb02_scale_dram_busy")(lambda: _nb02_dram_busy("scale_kernel"))
 
 
 # --- notebook 03 ---------------------------------------------------------------------
