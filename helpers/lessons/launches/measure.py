@@ -338,8 +338,7 @@ def _run(args: argparse.Namespace) -> int:
         faulthandler.register(signal.SIGUSR1, all_threads=True)
     if is_simulator():
         print("backend: simulator -- checks the direct launches at tiny sizes; graphs and times need a GPU")
-    kind = CompiledPerSize if args.compile_per_size else LaunchesRun
-    previous = load(kind, args.out or folder_for(Provenance.here())) if args.merge else None
+    previous = load(_kind(args), args.out or folder_for(Provenance.here())) if args.merge else None
 
     def keep(partial: LaunchesRun) -> Any:
         return save(partial if previous is None else merge(copy.deepcopy(previous), partial), args.out)
@@ -358,11 +357,16 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if any(not c.passed for c in record.checks) else 0
 
 
+def _kind(args: argparse.Namespace) -> type[LaunchesRun]:
+    """The record a run writes: compiled per size, a file of its own."""
+    return CompiledPerSize if args.compile_per_size else LaunchesRun
+
+
 def _check(args: argparse.Namespace) -> None:
     check_sizes(args.sizes, bytes_per_element=8 * np.dtype(DTYPE).itemsize)
     if args.merge:
         try:
-            load(CompiledPerSize if args.compile_per_size else LaunchesRun, args.out or folder_for(Provenance.here()))
+            load(_kind(args), args.out or folder_for(Provenance.here()))
         except ResultError as missing:
             raise ValueError(f"--merge needs an earlier result to add to: {missing}") from None
 

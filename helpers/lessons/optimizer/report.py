@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.lessons.softmax.record import HOST_TIME_IN_IT
 from helpers.lessons.softmax.report import committed_record, measurement_table, median, save_figure
 
 from .record import AdamWBench, AdamWRow
@@ -33,7 +32,7 @@ def adamw_claims(record: AdamWBench) -> list[str]:
         if ours and theirs:
             r = ours / theirs
             where = "one tensor of 2^26" if row.case == "one tensor" else f"a list of {row.tensors} tensors"
-            host = {m.name: HOST_TIME_IN_IT in m.note for m in row.measured}
+            host = {m.name: m.host_time_in_it for m in row.measured}
             unlike = " (host time in ours, not in torch's)" if host[PER_TENSOR] > host["torch AdamW fused=True"] else ""
             claims.append(f"fused Numba step within 10% of torch's fused=True on {where}: "
                           f"{'yes' if r <= 1.1 else 'no'}, {r:.2f}x its time{unlike}")

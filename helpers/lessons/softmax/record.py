@@ -28,6 +28,11 @@ class Measured:
     registers: int | None = None  # per thread, for a Numba kernel (None for torch or the simulator)
     threads_per_block: int | None = None
 
+    @property
+    def host_time_in_it(self) -> bool:
+        """Whether this time includes the host's cost of issuing the work (:data:`HOST_TIME_IN_IT`)."""
+        return HOST_TIME_IN_IT in self.note
+
 
 def fastest(measured: Sequence[Measured], pattern: str,
             max_error: float | None = None) -> tuple[re.Match[str], float] | None:

@@ -20,7 +20,7 @@ from helpers import results
 from helpers.device import resident_blocks_per_sm
 from helpers.harness.tables import table
 
-from .record import HOST_TIME_IN_IT, Measured, SoftmaxBench, SoftmaxRow
+from .record import Measured, SoftmaxBench, SoftmaxRow
 
 R = TypeVar("R", bound=results.Record)
 
@@ -170,7 +170,7 @@ def draw(record: Any, title: Callable[[Any], str], keep: Callable[[str], bool] =
         timed = [m for m in row.measured if m.median_ms and keep(m.name)]
         y = list(range(len(timed)))[::-1]  # points, not bars: a bar's length means nothing on a log axis
         for host in (False, True):  # filled points, then hollow ones (host time in them)
-            points = [(m, at) for m, at in zip(timed, y) if (HOST_TIME_IN_IT in m.note) == host]
+            points = [(m, at) for m, at in zip(timed, y) if m.host_time_in_it == host]
             hosted |= host and bool(points)
             if points:
                 colours = [_colour(m.name) for m, _ in points]
