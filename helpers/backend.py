@@ -34,6 +34,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
+import re
 import sys
 import types
 from functools import lru_cache
@@ -101,6 +102,14 @@ def choose_backend() -> str:
 
     os.environ[SIMULATOR_ENV] = "1" if want_simulator else "0"
     return SIMULATOR if want_simulator else GPU
+
+
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def uncoloured(text: object) -> str:
+    """``text`` without terminal colour codes (Numba and nvidia-smi colour their messages on some terminals)."""
+    return _COLOUR.sub("", str(text))
 
 
 def check_numba_cuda() -> None:

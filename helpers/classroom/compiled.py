@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from numba.core import errors as numba_errors
 
-from ..backend import is_simulator
+from ..backend import is_simulator, uncoloured
 from ..counting import CannotAttribute
 from ..counting.other_backend import OtherBackendError
 from ..counting.ptx import compile_ptx, describe_arg, global_names
@@ -28,7 +28,6 @@ _PREFIX = re.compile(r"^(?:[\w.]+\.)?\w+(?:Error|Construct): ")
 _PIPELINE = re.compile(r"^Failed in \w+ mode pipeline \(step: [^)]*\)\s*")
 _ENDS = (" File \"", " During:", " There are ", " - Of which", " Rejected as", " <source")
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.+@-]+)+[\\/]([\w.+@-]+)")
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _HINTS = {
     "Untyped global name": "a kernel can call only functions compiled for the device: put "
     "`@cuda.jit(device=True)` above the function it calls",
@@ -46,7 +45,7 @@ def is_compiler_refusal(kind: str) -> bool:
 
 def compiler_reason(text: str) -> str:
     """The compiler's reason in one short sentence: its first statement, without machine paths."""
-    flat = " ".join(_ANSI.sub("", str(text)).split())  # Numba colours its messages on some terminals
+    flat = " ".join(uncoloured(text).split())  # Numba colours its messages on some terminals
     flat = re.sub(r"\s+([.,:;])", r"\1", flat)
     flat = _PIPELINE.sub("", _PREFIX.sub("", flat))
     flat = _PIPELINE.sub("", flat)

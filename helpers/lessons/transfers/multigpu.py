@@ -18,7 +18,7 @@ import numpy as np
 from numba import cuda
 from numba.cuda.cudadrv.driver import CudaAPIError
 
-from helpers.backend import is_simulator
+from helpers.backend import is_simulator, uncoloured
 from helpers.checks import check_close, poison, poisoned, random_inputs
 from helpers.pipeline import add_kernel, launch_fused, launch_three, multiply_kernel, reference, scale_kernel
 from helpers.sizes import BLOCK_SIZE, blocks_for
@@ -99,7 +99,7 @@ def on_gpu(index: int) -> Iterator[None]:
 
 def parse_topology(text: str) -> dict[tuple[int, int], str]:
     """The GPU-to-GPU matrix of ``nvidia-smi topo -m``: ``{(0, 1): "NV18", ...}``."""
-    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in text.splitlines()]
+    lines = uncoloured(text).splitlines()
     header = next((line.split() for line in lines if re.match(r"^\s+GPU0\b", line)), None)
     if header is None:
         raise ValueError("no header row starting with GPU0 in the `nvidia-smi topo -m` text")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import re
 import warnings
 from typing import Any, Iterator
 
 import matplotlib.pyplot as plt
 
+from helpers.backend import uncoloured
 from helpers.harness.tables import table
 from helpers.lessons.transfers.record import Transfers, TwoGpus
 from helpers.timing import Timing
@@ -53,10 +53,6 @@ def two_gpus_lines(record: TwoGpus) -> str:
 HOST_COPY = "Host array used in CUDA kernel"  # the start of Numba's warning (given on a GPU only)
 
 
-def _plain(message: object) -> str:
-    return re.sub(r"\x1b\[[0-9;]*m", "", str(message))  # without the terminal's colour codes
-
-
 @contextlib.contextmanager
 def host_copy_warnings() -> Iterator[None]:
     """Collect Numba's warning about host arrays and print it once, as plain text, with how many times it came.
@@ -66,8 +62,8 @@ def host_copy_warnings() -> Iterator[None]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.filterwarnings("always", message=".*" + HOST_COPY)  # every copy counted, not once per line
         yield
-    ours = [w for w in caught if HOST_COPY in _plain(w.message)]
-    for text in dict.fromkeys(_plain(w.message) for w in ours):
+    ours = [w for w in caught if HOST_COPY in uncoloured(w.message)]
+    for text in dict.fromkeys(uncoloured(w.message) for w in ours):
         print(f"{ours[0].category.__name__} ({len(ours)}x): {text}")
     for w in caught:
         if w not in ours:
