@@ -577,22 +577,43 @@ for _name, _variant in [("nb07_vec4_pct_best", "vec4"), ("nb07_vec4_resident_pct
     figure(_name)(lambda variant=_variant: _nb07_pct_best(variant))
 
 
+@figure("nb07_odd_loss_max_pct")
+def _nb07_odd_loss() -> float:
+    """The largest slowdown, in percent, from a size to that size plus 3 (2^26 and 2^28) among the three kernels
+    that lesson 07 says lose there: torch.compile's a + b + c, grid_stride and streaming."""
+    runs = committed("roofline")["runs"]
+    losses = []
+    for n in (2**26, 2**28):
+        even, odd = runs[str(n)], runs[str(n + 3)]
+        pick = [lambda r: r["stream3_torch_compile"], lambda r: r["variants"]["grid_stride"],
+                lambda r: r["variants"]["streaming"]]
+        losses += [100 * (get(odd)["median_ms"] / get(even)["median_ms"] - 1) for get in pick]
+    return max(losses)
+
+
 # --- notebook 08 ---------------------------------------------------------------------------
 # (the notebook's own run, and the committed results/h200/transfers.json a simulator reads)
 
 
-def _nb08_committed_prediction() -> tuple[float, float]:
-    """Notebook 08's prediction of the three kernels on host arrays, from the committed sweep, and the measurement."""
+def _nb08_committed_prediction(kind: str = "three kernels") -> tuple[float, float]:
+    """Notebook 08's prediction of ``kind`` (the three kernels or fused) on host arrays, from the committed sweep's
+    pageable rates at the copy's own size (one array of n float32), and the measurement."""
     record = committed("transfers")
     pipeline = record["pipeline"]
-    h2d, d2h = record["gbs"]["host->device (pageable)"][-1], record["gbs"]["device->host (pageable)"][-1]
-    copies_ms = (32 * pipeline["n"] / h2d + 32 * pipeline["n"] / d2h) / 1e6  # 32 B/elem each way (the ledger)
-    return (copies_ms + pipeline["median_ms"]["three kernels, on device"],
-            pipeline["median_ms"]["three kernels, host arrays"])
+    nearest = min(range(len(record["sizes_bytes"])), key=lambda i: abs(record["sizes_bytes"][i] - 4 * pipeline["n"]))
+    h2d, d2h = (record["gbs"][f"{way} (pageable)"][nearest] for way in ("host->device", "device->host"))
+    each_way = {"three kernels": 32, "fused": 16}[kind]  # bytes per element each way (the ledgers)
+    copies_ms = (each_way * pipeline["n"] / h2d + each_way * pipeline["n"] / d2h) / 1e6
+    return (copies_ms + pipeline["median_ms"][f"{kind}, on device"], pipeline["median_ms"][f"{kind}, host arrays"])
 
 
-for _name, _which in [("nb08_committed_predicted_ms", 0), ("nb08_committed_measured_ms", 1)]:
-    figure(_name)(lambda which=_which: _nb08_committed_prediction()[which])
+for _name, _kind, _which in [("nb08_committed_predicted_ms", "three kernels", 0),
+                             ("nb08_committed_measured_ms", "three kernels", 1),
+                             ("nb08_committed_fused_predicted_ms", "fused", 0),
+                             ("nb08_committed_fused_measured_ms", "fused", 1)]:
+    figure(_name)(lambda kind=_kind, which=_which: _nb08_committed_prediction(kind)[which])
+for _name, _kind in [("nb08_committed_three_iqr_ms", "three kernels"), ("nb08_committed_fused_iqr_ms", "fused")]:
+    figure(_name)(lambda kind=_kind: committed("transfers")["pipeline"]["spread_ms"][f"{kind}, host arrays"])
 
 
 OUTPUTS.update({
@@ -601,8 +622,11 @@ OUTPUTS.update({
     "nb08_pageable_ratio": r"is (\d+)x the pageable host->device",
     "nb08_copy_pct_bound": r"the device copy reaches (\d+)% of",
     "nb08_pinned_h2d_gbs": r"host->device \(pinned\)\s+([\d.]+) GB/s",
-    "nb08_predicted_ms": r"predicted (\d+\.\d+) ms, measured",
-    "nb08_measured_ms": r"measured (\d+\.\d+) ms for the three kernels",
+    "nb08_predicted_ms": r"three kernels, host arrays: predicted (\d+\.\d+) ms",
+    "nb08_measured_ms": r"three kernels, host arrays: predicted [\d.]+ ms, measured (\d+\.\d+) ms",
+    "nb08_copy_mib": r"pageable rates at ([\d,]+) MiB per copy",
+    "nb08_fused_predicted_ms": r"fused, host arrays: predicted (\d+\.\d+) ms",
+    "nb08_fused_measured_ms": r"fused, host arrays: predicted [\d.]+ ms, measured (\d+\.\d+) ms",
     "nb08_nvlink_times_fused": r"t1 alone over NVLink 4 \(H200\): [\d.]+ ms, (\d+\.\d+)x",
     "nb08_pcie_times_fused": r"t1 alone over PCIe Gen5 x16: [\d.]+ ms, (\d+\.\d+)x",
 })

@@ -27,13 +27,13 @@ def fit_per_argument(costs: Sequence[ArgumentCost], which: str = "lazy") -> tupl
 COLORS = {DIRECT_THREE: "#c44e52", DIRECT_FUSED: "#4c72b0", GRAPH_THREE: "#e8a09a", GRAPH_FUSED: "#1f3f7a",
           GRAPH_BEST: "#000000",
           "cupy ElementwiseKernel": "#55a868", "torch eager": "#dd8452", "torch.compile": "#8172b3",
-          RO: "#3b2a80", RO_STATIC: "#c44e52"}
+          RO: "#da8bc3", RO_STATIC: "#937860"}
 
 
 TWO_BY_TWO = (DIRECT_THREE, DIRECT_FUSED, GRAPH_THREE, GRAPH_FUSED)
 FEATURED = ("torch.compile", GRAPH_BEST)
 PEER_STYLES = [(":", "s"), ("--", "^"), (":", "v"), ("--", "D"), (":", "x"), ("--", "+"), ("-.", "*"), ("-.", "o")]
-"""Line style and marker of each peer in the 2x2 figure: thin and grey, told apart by these."""
+"""Line style and marker of each peer in the 2x2 figure: thin, in its own colour (grey if it has none)."""
 
 
 def plot_argument_costs(record: LaunchesRun) -> Any:
@@ -57,8 +57,8 @@ def plot_argument_costs(record: LaunchesRun) -> Any:
 
 
 def plot_two_by_two(record: LaunchesRun, mode: str = "loop", labels: Sequence[str] | None = None) -> Any:
-    """Time per call against n for every timed variant (log-log): the 2x2 bold, the peers thin and grey but for
-    :data:`FEATURED`, in their own colours."""
+    """Time per call against n for every timed variant (log-log): the 2x2 bold, the peers thin, and
+    :data:`FEATURED` between the two; each in its own colour."""
     fig, ax = plt.subplots(figsize=(10, 4.4), layout="constrained")
     labels = list(labels or record.measured())
     if not labels:
@@ -71,7 +71,7 @@ def plot_two_by_two(record: LaunchesRun, mode: str = "loop", labels: Sequence[st
         if points:
             xs, ys = zip(*sorted(points))
             style = dict(ls="-", marker="o", markersize=3.5, lw=2.6, color=COLORS.get(label), zorder=3) \
-                if label in TWO_BY_TWO else dict(zip(("ls", "marker"), next(peers)), markersize=3, lw=1, color="0.55")
+                if label in TWO_BY_TWO else dict(zip(("ls", "marker"), next(peers)), markersize=3, lw=1, color=COLORS.get(label, "0.55"))
             if label in FEATURED:  # the peers the lesson compares with the 2x2: their own colour, between the two
                 style.update(lw=1.8, markersize=3.5, color=COLORS[label], zorder=2)
             _ = ax.plot(xs, ys, label=label, **style)
