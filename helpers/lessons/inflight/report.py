@@ -287,7 +287,7 @@ def label_kernels(ax: Any, record: BytesInFlight, crowded_from_kib: float = 48) 
     """Each series kernel's name beside its star; kernels at one point share a name tag.
 
     The stars from ``crowded_from_kib`` up sit close together below the bound: their names are stacked in
-    the empty lower right, each with a line to its star.
+    the empty lower right, each with a line to its star; the others' names are stacked below the curves, likewise.
     """
     groups: list[list[Any]] = []
     for x, y, name in sorted((k.bytes_in_flight_per_sm / 1024, k.gbs, k.name) for k in record.kernels
@@ -300,8 +300,10 @@ def label_kernels(ax: Any, record: BytesInFlight, crowded_from_kib: float = 48) 
     for i, (x, y, names) in enumerate(crowded):
         ax.annotate(", ".join(names), (x, y), xytext=(150, 0.62 * ax.get_ylim()[1] - 0.055 * i * ax.get_ylim()[1]),
                     fontsize=7, va="center", arrowprops=dict(arrowstyle="-", color="0.5", lw=0.6))
-    for x, y, names in (g for g in groups if g[0] < crowded_from_kib):
-        ax.annotate(", ".join(names), (x, y), xytext=(6, -11), textcoords="offset points", fontsize=7)
+    apart = sorted((g for g in groups if g[0] < crowded_from_kib), key=lambda g: -g[0])  # rightmost star highest
+    for i, (x, y, names) in enumerate(apart):  # below the curves, so that no line crosses a name
+        ax.annotate(", ".join(names), (x, y), xytext=(x * 1.1, (0.34 - 0.055 * i) * ax.get_ylim()[1]), fontsize=7,
+                    va="center", arrowprops=dict(arrowstyle="-", color="0.5", lw=0.6))
 
 
 def same_numbers_merged(rows: list[list[Any]]) -> list[list[Any]]:
