@@ -26,10 +26,6 @@ class Transfers(Record, schema="transfers", version=2):
     repeats: int
     pipeline: PipelineOnHost | None = None
 
-    def rate_at(self, label: str, nbytes: int) -> float:
-        """The GB/s of copy kind ``label`` at the measured copy size nearest to ``nbytes``."""
-        nearest = min(range(len(self.sizes_bytes)), key=lambda i: abs(self.sizes_bytes[i] - nbytes))
-        return self.gbs[label][nearest]
 
 
 @dataclass(kw_only=True)
