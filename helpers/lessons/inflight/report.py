@@ -6,6 +6,8 @@ committed, or one measured now); nothing here needs a GPU.
 
 from __future__ import annotations
 
+import itertools
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -287,7 +289,8 @@ def label_kernels(ax: Any, record: BytesInFlight, crowded_from_kib: float = 48) 
     """Each series kernel's name beside its star; kernels at one point share a name tag.
 
     The stars from ``crowded_from_kib`` up sit close together below the bound: their names are stacked in
-    the empty lower right, each with a line to its star; the others' names are stacked below the curves, likewise.
+    the empty lower right, each with a line to its star, in the order whose lines cross least; the others' names
+    are stacked below the curves, likewise.
     """
     groups: list[list[Any]] = []
     for x, y, name in sorted((k.bytes_in_flight_per_sm / 1024, k.gbs, k.name) for k in record.kernels
@@ -296,14 +299,33 @@ def label_kernels(ax: Any, record: BytesInFlight, crowded_from_kib: float = 48) 
             groups[-1][2].append(name)  # the same bytes in flight and nearly the same rate: one tag
         else:
             groups.append([x, y, [name]])
-    crowded = sorted((g for g in groups if g[0] >= crowded_from_kib), key=lambda g: (-g[0], -g[1]))  # few crossings
-    for i, (x, y, names) in enumerate(crowded):
-        ax.annotate(", ".join(names), (x, y), xytext=(150, 0.62 * ax.get_ylim()[1] - 0.055 * i * ax.get_ylim()[1]),
-                    fontsize=7, va="center", arrowprops=dict(arrowstyle="-", color="0.5", lw=0.6))
+    crowded = [g for g in groups if g[0] >= crowded_from_kib]
+    top = ax.get_ylim()[1]
+    slots = [(150, (0.62 - 0.055 * i) * top) for i in range(len(crowded))]
+    for (x, y, names), slot in zip(fewest_crossings(ax, crowded, slots), slots):
+        ax.annotate(", ".join(names), (x, y), xytext=slot, fontsize=7, va="center",
+                    arrowprops=dict(arrowstyle="-", color="0.5", lw=0.6, relpos=(0, 0.5)))
     apart = sorted((g for g in groups if g[0] < crowded_from_kib), key=lambda g: -g[0])  # rightmost star highest
     for i, (x, y, names) in enumerate(apart):  # below the curves, so that no line crosses a name
         ax.annotate(", ".join(names), (x, y), xytext=(x * 1.1, (0.34 - 0.055 * i) * ax.get_ylim()[1]), fontsize=7,
-                    va="center", arrowprops=dict(arrowstyle="-", color="0.5", lw=0.6))
+                    va="center", arrowprops=dict(arrowstyle="-", color="0.5", lw=0.6, relpos=(0, 0.5)))
+
+
+def fewest_crossings(ax: Any, stars: list[list[Any]], slots: list[tuple[float, float]]) -> list[list[Any]]:
+    """``stars`` ordered so that the lines from each to its slot, in order, cross each other least (on screen)."""
+    def crossings(order: tuple[list[Any], ...]) -> int:
+        ends = [ax.transData.transform([(g[0], g[1]), slot]) for g, slot in zip(order, slots)]
+        return sum(_segments_cross(*a, *b) for i, a in enumerate(ends) for b in ends[i + 1:])
+
+    return list(min(itertools.permutations(stars), key=crossings)) if len(stars) <= 7 else stars
+
+
+def _segments_cross(p: Any, q: Any, r: Any, s: Any) -> bool:
+    """True when segment pq crosses segment rs (strictly: touching ends do not count)."""
+    def side(a: Any, b: Any, c: Any) -> float:
+        return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+
+    return side(p, q, r) * side(p, q, s) < 0 and side(r, s, p) * side(r, s, q) < 0
 
 
 def same_numbers_merged(rows: list[list[Any]]) -> list[list[Any]]:
