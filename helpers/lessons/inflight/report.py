@@ -7,7 +7,6 @@ committed, or one measured now); nothing here needs a GPU.
 from __future__ import annotations
 
 import itertools
-
 from dataclasses import dataclass
 from typing import Any
 
@@ -307,7 +306,7 @@ def label_kernels(ax: Any, record: BytesInFlight, crowded_from_kib: float = 48) 
                     arrowprops=dict(arrowstyle="-", color="0.5", lw=0.6, relpos=(0, 0.5)))
     apart = sorted((g for g in groups if g[0] < crowded_from_kib), key=lambda g: -g[0])  # rightmost star highest
     for i, (x, y, names) in enumerate(apart):  # below the curves, so that no line crosses a name
-        ax.annotate(", ".join(names), (x, y), xytext=(x * 1.1, (0.34 - 0.055 * i) * ax.get_ylim()[1]), fontsize=7,
+        ax.annotate(", ".join(names), (x, y), xytext=(x * 1.1, (0.34 - 0.055 * i) * top), fontsize=7,
                     va="center", arrowprops=dict(arrowstyle="-", color="0.5", lw=0.6, relpos=(0, 0.5)))
 
 

@@ -71,7 +71,8 @@ def plot_two_by_two(record: LaunchesRun, mode: str = "loop", labels: Sequence[st
         if points:
             xs, ys = zip(*sorted(points))
             style = dict(ls="-", marker="o", markersize=3.5, lw=2.6, color=COLORS.get(label), zorder=3) \
-                if label in TWO_BY_TWO else dict(zip(("ls", "marker"), next(peers)), markersize=3, lw=1, color=COLORS.get(label, "0.55"))
+                if label in TWO_BY_TWO else dict(zip(("ls", "marker"), next(peers)), markersize=3, lw=1,
+                                                  color=COLORS.get(label, "0.55"))
             if label in FEATURED:  # the peers the lesson compares with the 2x2: their own colour, between the two
                 style.update(lw=1.8, markersize=3.5, color=COLORS[label], zorder=2)
             _ = ax.plot(xs, ys, label=label, **style)

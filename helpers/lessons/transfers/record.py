@@ -27,7 +27,6 @@ class Transfers(Record, schema="transfers", version=2):
     pipeline: PipelineOnHost | None = None
 
 
-
 @dataclass(kw_only=True)
 class TwoGpus(Record, schema="two_gpus", version=1):
     """Every two-GPU figure: the link, peer and staged copies, each GPU's own bandwidths, the split pipeline."""
