@@ -231,7 +231,8 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
     """The launch counted in a simulator subprocess (how a GPU process takes the dynamic count)."""
     record = _launch_args(args, names)
     name = _kernel_name(kernel)
-    threads = prod(_dims(griddim)) * prod(_dims(blockdim))
+    grid, block = _dims(griddim), _dims(blockdim)
+    threads = prod(grid) * prod(block)
     if threads > 20_000:
         raise ValueError(f"{threads} threads would take minutes in the simulator (about 5k threads/s); "
                          "count a small launch instead: bytes per element do not depend on n")
@@ -241,16 +242,15 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
         spec: list[dict[str, Any]] = []
         with copies_for_a_count():  # each argument as data: an array's contents, a scalar's type and value
             for i, (a, info) in enumerate(zip(args, record.args)):
-                if hasattr(a, "copy_to_host") or isinstance(a, np.ndarray):  # a host array: Numba copies it in
-                    arrays[f"a{i}"] = a.copy_to_host() if hasattr(a, "copy_to_host") else np.ascontiguousarray(a)
+                if hasattr(a, "copy_to_host"):  # host arrays were refused by simulated_traffic
+                    arrays[f"a{i}"] = a.copy_to_host()
                     spec.append({"array": f"a{i}"})
-                else:
-                    spec.append({"dtype": np.dtype(type(a)).name if isinstance(a, np.generic) else
-                                 {"boolean": "bool"}.get(info.dtype, info.dtype), "value": info.value})
+                else:  # NumPy's name for Numba's ("boolean" is "bool")
+                    spec.append({"dtype": {"boolean": "bool"}.get(info.dtype, info.dtype), "value": info.value})
         path = os.path.join(tmp, "arrays.npz")
         np.savez(path, **arrays)
-        request = {"kernel": carried, "grid": list(_dims(griddim)), "block": list(_dims(blockdim)), "args": spec,
-                   "names": record.names, "arrays": path}
+        request = {"kernel": carried, "grid": list(grid), "block": list(block), "args": spec, "names": record.names,
+                   "arrays": path}
         try:
             result = run_under(SIMULATOR, "helpers.counting.traffic:simulate_request", request)
         except OtherBackendError as exc:
