@@ -96,7 +96,6 @@ def is_array(value: Any) -> bool:
 class ArrayLayout:
     """How a compiler passes an array to a kernel: the PTX parameters it is flattened into."""
 
-    compiler: str
     fixed: int  # parameters before shape[ndim] and strides[ndim]
     data: tuple[int, ...]  # those that hold the data pointer
     size_at: int | None  # the one that holds the element count (None: none does)
@@ -116,9 +115,9 @@ class ArrayLayout:
         return fixed + list(shape) + steps
 
 
-NUMBA_CUDA_ARRAYS = ArrayLayout("numba-cuda", 5, (4,), 2, 3, False)
+NUMBA_CUDA_ARRAYS = ArrayLayout(5, (4,), 2, 3, False)
 """meminfo, parent, nitems, itemsize, data, shape[ndim], strides[ndim] (in bytes)."""
-MLIR_ARRAYS = ArrayLayout("numba-cuda-mlir", 3, (0, 1), None, None, True)
+MLIR_ARRAYS = ArrayLayout(3, (0, 1), None, None, True)
 """An MLIR memref: allocated and aligned pointers, offset, shape[ndim], strides[ndim] (in elements)."""
 
 
@@ -247,9 +246,6 @@ class LaunchArgs:
     def names(self) -> list[str]:
         return [a.name for a in self.args]
 
-    def arrays(self) -> list[tuple[int, ArgInfo]]:
-        return [(i, a) for i, a in enumerate(self.args) if a.is_array]
-
     @property
     def argtypes(self) -> tuple[ArgType, ...]:
         return tuple(a.argtype for a in self.args)
@@ -258,7 +254,9 @@ class LaunchArgs:
         """One row per array argument name, in argument order (an array passed twice is one row, summed):
         an engine's element counts, in bytes."""
         rows: dict[str, ArrayTraffic] = {}
-        for i, info in self.arrays():
+        for i, info in enumerate(self.args):
+            if not info.is_array:
+                continue
             row = rows.setdefault(info.name, ArrayTraffic(info.name, info.itemsize, info.size))
             row.bytes_read += counts.loads.get(i, 0) * info.itemsize
             row.bytes_written += counts.stores.get(i, 0) * info.itemsize
