@@ -261,7 +261,7 @@ def dims3(dims: Sequence[int]) -> tuple[int, int, int]:
 
 def follow_range(program: Program, launch: LaunchArgs, kernel: str, grid: tuple[int, int, int],
                  block: tuple[int, int, int], b0: int, b1: int) -> ElementCounts:
-    """The count of the blocks ``b0..b1`` (one row of the grid), followed as one; :class:`Split` if they differ."""
+    """The count of each block of ``b0..b1`` (one row of the grid), followed as one; :class:`Split` if they differ."""
     n, gx = block[0] * block[1] * block[2], grid[0]
     domain = Ranged(n, b0, b1)
     row = b0 // gx  # the range lies inside one row of blocks (same y and z)
@@ -274,9 +274,7 @@ def follow_range(program: Program, launch: LaunchArgs, kernel: str, grid: tuple[
         slopes.setdefault(a.arg, set()).update(np.unique(a.slope).tolist())
     if b1 > b0 and any(len(v) > 1 for v in slopes.values()):
         raise Split  # elements of one array move differently with the block: they may meet
-    counts = ElementCounts()
-    counts.add(distinct_counts(accesses, len(launch.args)), b1 - b0 + 1)
-    return counts
+    return distinct_counts(accesses, len(launch.args))
 
 
 def emulate(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Sequence[int], kernel: str) -> ElementCounts:
@@ -293,7 +291,7 @@ def emulate(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Sequence[i
         if followed > MAX_RANGES:
             raise CannotAttribute(f"{kernel}: its blocks differ in too many ways for the static counter to follow")
         try:
-            total.add(follow_range(program, launch, kernel, g, b, b0, b1))
+            total.add(follow_range(program, launch, kernel, g, b, b0, b1), b1 - b0 + 1)
         except Split:
             if b0 == b1:
                 raise
