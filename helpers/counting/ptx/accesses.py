@@ -31,7 +31,6 @@ class GlobalAccess:
     """One global-memory access as the static count counts it."""
 
     op: str  # "load" or "store"
-    instruction: str
     nbytes: int
     arg_index: int | None  # None: cannot attribute (see ``reason``)
     in_loop: bool
@@ -122,7 +121,7 @@ class _Scan:
         key = _REG.sub(lambda m: f"{m.group(0)}@{self.version.get(m.group(0), 0)}", text)
         loop = next((k for k, (start, end) in enumerate(self.loops) if start <= i <= end), None)
         for op in _OPS[ins.family]:
-            access = GlobalAccess(op, ins.opcode, access_bytes(ins.opcode), owner, loop is not None, key, reason)
+            access = GlobalAccess(op, access_bytes(ins.opcode), owner, loop is not None, key, reason)
             self.found.append((loop, access))
         if ins.family in ("ld", "atom") and regs and regs[0] not in addr_regs:
             self.written(regs[0], frozenset({_DATA}))
