@@ -207,7 +207,15 @@ def wait_for_images(page: Any, expected: dict[int, int], timeout: float) -> list
 
 
 def kernels_idle(lab: LabServer) -> bool:
-    kernels = lab.api("GET", "/api/kernels") or []
+    """Whether the server has a kernel and every kernel is idle.  A kernel caught mid-start can make the server's
+    listing fail (HTTP 500: jupyter_server reads its ``last_activity`` before it is set); that counts as not idle
+    yet, and the callers' deadlines still fail a kernel that never settles."""
+    status, body = lab.get("/api/kernels")
+    if status >= 500:
+        return False
+    if status >= 400:
+        raise RuntimeError(f"GET /api/kernels answered HTTP {status}: {body[:300]!r}")
+    kernels = json.loads(body) if body else []
     return bool(kernels) and all(k.get("execution_state") == "idle" for k in kernels)
 
 
@@ -230,7 +238,8 @@ def wait_for_kernel(lab: LabServer, timeout: float) -> None:
         if kernels_idle(lab):
             return
         time.sleep(0.5)
-    raise TimeoutError(f"the kernel was not idle within {timeout:.0f} s: {lab.api('GET', '/api/kernels')}")
+    status, body = lab.get("/api/kernels")
+    raise TimeoutError(f"the kernel was not idle within {timeout:.0f} s: HTTP {status}, {body[:300]!r}")
 
 
 def menu(page: Any, top: str, item: str) -> None:
