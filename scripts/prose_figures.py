@@ -624,8 +624,11 @@ OUTPUTS.update({
     "nb08_pageable_ratio": r"is (\d+)x the pageable host->device",
     "nb08_copy_pct_bound": r"the device copy reaches (\d+)% of",
     "nb08_pinned_h2d_gbs": r"host->device \(pinned\)\s+([\d.]+) GB/s",
-    "nb08_predicted_ms": r"predicted (\d+\.\d+) ms, measured",
-    "nb08_measured_ms": r"measured (\d+\.\d+) ms for the three kernels",
+    "nb08_predicted_ms": r"three kernels on host arrays: predicted\s+(\d+\.\d+) ms",
+    "nb08_measured_ms": r"three kernels on host arrays: predicted\s+[\d.]+ ms, measured\s+(\d+\.\d+) ms",
+    "nb08_fused_predicted_ms": r"fused\s+on host arrays: predicted\s+(\d+\.\d+) ms",
+    "nb08_fused_measured_ms": r"fused\s+on host arrays: predicted\s+[\d.]+ ms, measured\s+(\d+\.\d+) ms",
+    "nb08_pageable_h2d_at_copy_gbs": r"pageable rates at [\d,]+ MiB per copy: ([\d.]+) GB/s in",
     "nb08_nvlink_times_fused": r"t1 alone over NVLink 4 \(H200\): [\d.]+ ms, (\d+\.\d+)x",
     "nb08_pcie_times_fused": r"t1 alone over PCIe Gen5 x16: [\d.]+ ms, (\d+\.\d+)x",
 })
