@@ -425,6 +425,23 @@ def _nb04_fused_2_22_count() -> float:
 def _nb04_add_2_24_count() -> float:
     return _ncu_launch("all", 2**24, "add_kernel")["ledger_bytes_written"] / 1e6
 
+
+@figure("nb04_carryover_max_mb")
+def _nb04_carryover_max() -> float:
+    """From 2^24 up: a launch's DRAM writes with the L2 kept, against its writes with the L2 flushed plus the write
+    shortfall (count minus flushed writes) of the launch before it; the largest gap in MB."""
+    flushed, kept = _ncu_launches("all"), _ncu_launches("none")
+    return max(abs(k["ncu_dram_bytes_written"] - f["ncu_dram_bytes_written"]
+                   - (p["ledger_bytes_written"] - p["ncu_dram_bytes_written"])) / 1e6
+               for p, f, k in zip(flushed, flushed[1:], kept[1:]) if f["n"] >= 2**24)
+
+
+@figure("nb04_corpus_write_gap_max_mb")
+def _nb04_corpus_write_gap_max() -> float:
+    """The largest gap, either way, between a corpus launch's DRAM writes and its counted writes, in MB."""
+    return max(abs(r["ncu_dram_bytes_written"] - r["ledger_bytes_written"])
+               for r in committed("ncu_corpus")["launches"]) / 1e6
+
 # --- notebook 05 ---------------------------------------------------------------------------
 # (the sweep, results/h200/bench_sweep.json, and the notebook's own printed lines)
 
@@ -1004,6 +1021,8 @@ figure("nb11_in_flight_kib_pipelined64")(lambda: _nb11_in_flight()["numba fused 
 figure("nb11_fused64_ms_16384")(lambda: _nb11_softmax_ms(16384, 4096, "numba fused, 64 threads/row")[0])
 figure("nb11_same_size_copy_gbs_4096x1024")(  # the committed sweep's device copy of 4096 x 1024 floats, L2 flushed
     lambda: 8 * 4096 * 1024 / _sweep_row("device copy", "gpu_cold", 4096 * 1024)["median_ms"] / 1e6)
+figure("nb11_same_size_copy_gbs_4096x4096")(  # the committed sweep's device copy of 4096 x 4096 floats, L2 flushed
+    lambda: 8 * 4096 * 4096 / _sweep_row("device copy", "gpu_cold", 4096 * 4096)["median_ms"] / 1e6)
 
 
 def _nb11_attention_ms(length: int, name: str) -> float:
@@ -1070,6 +1089,13 @@ def _nb11_ncu_qkv() -> float:
 def _nb11_ncu_ratio_output() -> float:
     """The DRAM-bytes ratio with the fused kernel's whole output counted as written."""
     return _nb11_ncu()["unfused_dram_bytes"] / (_nb11_ncu_fused("dram_read") + _nb11_ncu_tensor_bytes())
+
+
+@figure("nb12_causal_tile_ideal_4096")
+def _nb12_causal_tile_ideal_4096() -> float:
+    """Tiles a causal kernel of 64-row blocks and 64-key tiles computes at L = 4096, against the full kernel's."""
+    blocks = 4096 // 64
+    return blocks * blocks / (blocks * (blocks + 1) / 2)
 
 
 OUTPUTS.update({
