@@ -1,7 +1,7 @@
 """Problem sizes that suit the backend.
 
 On a GPU, arrays must be large enough to fill the device and to spill out of its
-L2 cache (about 60 MB on an H200), or we would time the cache.  The simulator runs
+L2 cache (60 MiB on an H200), or we would time the cache.  The simulator runs
 only a few thousand GPU threads per second, so there sizes stay tiny -- and are
 chosen *not* to be multiples of the block size, so bounds guards are exercised.
 """
