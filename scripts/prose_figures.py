@@ -682,9 +682,6 @@ for _name, _variant, _n, _mode in [
     ("nb09_three_loop_2_10_us", "numba three kernels", 2**10, "loop"),
     ("nb09_three_graph_loop_2_10_us", "numba three kernels + graph", 2**10, "loop"),
     ("nb09_fused_graph_loop_2_10_us", "numba fused + graph", 2**10, "loop"),
-    ("nb09_compile_host_2_10_us", "torch.compile", 2**10, "host"),
-    ("nb09_ro_host_2_10_us", "torch.compile reduce-overhead", 2**10, "host"),
-    ("nb09_ro_static_host_2_10_us", "torch.compile reduce-overhead, static inputs", 2**10, "host"),
     ("nb09_compile_gpu_2_28_us", "torch.compile", 2**28, "gpu"),
     ("nb09_best_graph_gpu_2_28_us", "numba fused (best) + graph", 2**28, "gpu"),
     ("nb09_fused_graph_gpu_2_28_us", "numba fused + graph", 2**28, "gpu"),
@@ -753,6 +750,22 @@ OUTPUTS.update({
     "nb09_graph_three_gpu_2_28": r"a graph leaves the three kernels' GPU time within 5% at 2\^28: \w+, ([\d.]+)x",
     "nb09_fusion_gpu_2_28": r"faster than the three-kernel graph at 2\^28 \(the bytes ratio\): \w+, ([\d.]+)x",
 })
+
+
+def _nb09_host_range(variant: str, extreme: Callable) -> float:
+    """The least or most host time per call (µs) of a variant over the sweep's sizes, 2^10 to 2^28."""
+    return extreme(_nb09_median(variant, 2**k, "host") for k in range(10, 29, 2))
+
+
+for _name, _variant, _extreme in [
+    ("nb09_compile_host_min_us", "torch.compile", min),
+    ("nb09_compile_host_max_us", "torch.compile", max),
+    ("nb09_ro_host_min_us", "torch.compile reduce-overhead", min),
+    ("nb09_ro_host_max_us", "torch.compile reduce-overhead", max),
+    ("nb09_ro_static_host_min_us", "torch.compile reduce-overhead, static inputs", min),
+    ("nb09_ro_static_host_max_us", "torch.compile reduce-overhead, static inputs", max),
+]:
+    figure(_name)(lambda variant=_variant, extreme=_extreme: _nb09_host_range(variant, extreme))
 
 
 # --- notebook 14 ---------------------------------------------------------------------------

@@ -52,8 +52,8 @@ class AdamW:
     def scalars(self, step: int) -> tuple[Any, ...]:
         """The fused kernel's scalar arguments for step ``step`` (1, 2, ...), as float32.
 
-        ``1 - beta`` is computed here in double precision, as torch does: in float32,
-        ``1 - float32(0.999)`` is off by 1.3e-5 relative, which would show in ``v``.
+        ``1 - beta`` is computed here in double precision, before rounding to float32: in
+        float32, ``1 - float32(0.999)`` is off by 1.3e-5 relative, which would show in ``v``.
         """
         if isinstance(step, (int, np.integer)) and not isinstance(step, bool) and step < 1:
             raise ValueError(f"steps count from 1, got {step}")
