@@ -817,6 +817,12 @@ def _nb14_nb09_three_host() -> float:
     return _nb09_median("numba three kernels", 2**10, "host")
 
 
+@figure("nb14_foreach_false_80b_gbs")
+def _nb14_foreach_false_80b_gbs() -> float:
+    """torch's foreach=False on one tensor of 2^26, its rate counted at the 80 bytes per element its 8 launches move."""
+    return 80 * 2**26 / _nb14_ms("one tensor", "torch AdamW foreach=False") / 1e6
+
+
 OUTPUTS.update({
     "nb14_unfused_bytes": r"unfused: 8 launches, 16 trips, (\d+) bytes per element",
     "nb14_fused_bytes": r"fused: 1 launch, 2 trips, (\d+) bytes per element",
@@ -1245,6 +1251,7 @@ figure("nb13_long_memory_gb")(lambda: committed("reductions_attention_long")["de
 figure("nb13_long_tiled_ms")(lambda: _nb13_long("numba tiled")["median_ms"])
 figure("nb13_long_tf32_ms")(lambda: _nb13_long("numba TF32 tensor cores")["median_ms"])
 figure("nb13_long_three_error")(lambda: float(_nb13_long("numba 3xTF32 tensor cores")["note"].rsplit(" ", 1)[1]))
+figure("nb13_tile_sums_error_1024")(lambda: _nb13_best(_NB13["tile_sums"], 1024)["max_rel_err"])
 
 
 # --- notebook 11: the figures of the rows its short tables leave out (the plots show them) ---------------

@@ -23,6 +23,7 @@ from helpers.sizes import BLOCK_SIZE, blocks_for
 WRONG = Path(__file__).resolve().parent.parent / "notebooks" / "exercises" / "wrong"
 sys.path.insert(0, str(WRONG))  # the known-wrong solutions and the right pieces they share (_parts)
 from _parts.ex1 import saxpy_relu_kernel  # noqa: E402  (exercise 1's right kernel)
+from _parts.ex4 import block_max_abs_kernel, divide_kernel  # noqa: E402  (exercise 4's right pieces)
 from ex2_unfused import affine  # noqa: E402  (out = t * gamma + beta: a known-wrong solution's second kernel)
 
 
@@ -243,7 +244,7 @@ def test_no_wrong_prediction_is_told_the_right_answer(number, right):
             with pytest.raises(CheckFailed) as failure:
                 check(unfused, **predicted)
             message = str(failure.value)
-            assert re.search(rf"(^|; ){wrong} (trips?|bytes) .* is {way}", message), message
+            assert re.search(rf"(^|[?.] ){wrong} (trips?|bytes) .* is {way}", message), message
             assert right[k] not in _numbers_in(message) - set(predicted.values()), message
 
 
@@ -266,8 +267,12 @@ def test_prediction_4(capsys):
     assert grading.check_prediction_4(minimal_trips=3, minimal_bytes_per_element=12) is None
     assert capsys.readouterr().out.startswith("right: 3 trips and 12 bytes per element, against 2 trips")
     assert grading.check_prediction_4(minimal_trips=3.0, minimal_bytes_per_element=12.0) is None
-    with pytest.raises(CheckFailed, match="cannot wait for the threads of every other block"):
+    with pytest.raises(CheckFailed, match="cannot wait for the threads of every other block: how many times") as two:
         grading.check_prediction_4(minimal_trips=2, minimal_bytes_per_element=12)
+    assert "second time" not in str(two.value) and "3" not in str(two.value)  # a hint, not the answer
+    for typed in (12.004, 12.0000001, 11.5):  # a wrong number is shown as typed, never rounded to a right-looking one
+        with pytest.raises(CheckFailed, match=f"^{re.escape(str(typed))} bytes per element does not match your trips"):
+            grading.check_prediction_4(minimal_trips=3, minimal_bytes_per_element=typed)
     with pytest.raises(CheckFailed, match="^1 trip is too few: any kernel that computes out from x"):
         grading.check_prediction_4(minimal_trips=1, minimal_bytes_per_element=12)
     for trips in (4, 5, 6):
@@ -279,6 +284,29 @@ def test_prediction_4(capsys):
         grading.check_prediction_4(minimal_trips=2, minimal_bytes_per_element=8)
     assert "8 bytes per element is right for your 2 trips: fix the trips and the bytes follow" in str(failure.value)
     assert "does not match" not in str(failure.value)
+
+
+@cuda.jit
+def _stale(partial):
+    i = cuda.grid(1)
+    if i < partial.size:
+        partial[i] = 1000.0  # what earlier work left in memory, larger than any |x| drawn
+
+
+def normalize_by_max_stale_partial(x, out):
+    """Exercise 4 with `partial` longer than the blocks that write it: the second stage reads stale values."""
+    blocks = min(blocks_for(x.size), 1024)
+    partial, m = cuda.device_array(1024, dtype=x.dtype), cuda.device_array(1, dtype=x.dtype)
+    _stale[4, BLOCK_SIZE](partial)
+    block_max_abs_kernel[blocks, BLOCK_SIZE](x, partial)
+    block_max_abs_kernel[1, BLOCK_SIZE](partial, m)
+    divide_kernel[blocks_for(x.size), BLOCK_SIZE](x, m, out)
+
+
+def test_exercise_4_divided_by_more_than_the_largest_magnitude_asks_about_unwritten_partial_maxima():
+    with pytest.raises(CheckFailed, match=r"divided by about 1000, more than the largest \|x\| .* elements of "
+                                          r"`partial` that no block wrote\?"):
+        grading.check_exercise_4(normalize_by_max_stale_partial)
 
 
 # --- promises pinned: fresh inputs on every call, and the sizes tried ---------------------------
@@ -433,7 +461,20 @@ def test_prediction_5_counts_the_given_launches(capsys):
     assert "your predictions match: 4 kernels make 8 trips and move 48 bytes" in capsys.readouterr().out
     _says(grading.check_prediction_5, module.adamw_step_unfused, (8, 40, 2, 32), {48, 28},
           "40 bytes per element for the given kernels is too few", "(an array updated in place counts both ways)",
-          "`lr`, `beta1`, `beta2`, `eps`, `weight_decay` and `step` are numbers", "32 bytes per element fused is too many")
+          "`lr`, `weight_decay`, `beta1`, `beta2`, `eps`, `correction1` and `correction2` are numbers, passed with "
+          "each launch", "cost nothing. 32 bytes per element fused is too many")
+
+
+def test_a_prediction_names_the_numbers_the_given_kernels_receive_and_joins_its_problems_as_sentences():
+    """Exercise 5's kernels receive the two bias corrections, not `step`; problems read as sentences."""
+    module = reference.reference_module(5)
+    with pytest.raises(CheckFailed) as failure:
+        grading.check_prediction_5(module.adamw_step_unfused, unfused_trips=4, unfused_bytes_per_element=44,
+                                   fused_trips=2, fused_bytes_per_element=32)
+    message = str(failure.value)
+    assert "`step`" not in message and "?;" not in message and ";;" not in message, message
+    assert "does it write one (another)? 44 bytes per element for the given kernels is too few" in message
+    assert "`correction1` and `correction2` are numbers" in message
 
 
 # --- verdicts that must not depend on the size or the backend ---------------------------

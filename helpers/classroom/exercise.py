@@ -45,6 +45,10 @@ class Exercise:
     diagnose: Callable[[Inputs, str, np.ndarray, np.ndarray, np.ndarray], str | None] | None = None
     title: str = ""  # what the exercise computes, in a few words
     unfused: str = ""  # the name of the given unfused pipeline in the notebook
+    # A rule about the launches themselves, once the values and the budget pass: given the launches of the
+    # largest size tried (:class:`helpers.classroom.watch.Launched`, their grids as recorded) and that size,
+    # what is wrong with them, or None.
+    launches: Callable[[Sequence[Any], int], str | None] | None = None
 
     @property
     def written(self) -> tuple[str, ...]:

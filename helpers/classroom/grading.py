@@ -39,6 +39,7 @@ A failed check raises :class:`CheckFailed`, shown in a notebook as its sentence 
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -138,6 +139,12 @@ class Grade:
 
 def _num(x: float) -> str:
     return f"{x:g}" if float(x) == int(x) else f"{x:.2f}"
+
+
+def _typed(x: float) -> str:
+    """A predicted number as the student typed it, every digit kept (12.004 is not shown as 12.00; a
+    measured number is :func:`_num`'s); a whole float without its ".0"."""
+    return str(x).removesuffix(".0")
 
 
 # The names the tests and older callers know these by.
@@ -539,6 +546,8 @@ def grade(exercise: Exercise, fn: Callable[..., Any], sizes: Sequence[int] | Non
     if wrong is not None:
         raise CheckFailed(str(wrong)) from None
     ledger, trips, per_element = _budget(exercise, done.ledger, tried[-1], lambda: _recount(exercise, fn, tried[-1], rng))
+    if exercise.launches is not None and (problem := exercise.launches(done.launched, tried[-1])):
+        raise CheckFailed(problem)
     return Grade(exercise.number, tuple(tried), ledger, trips, per_element)
 
 
@@ -581,7 +590,8 @@ def check_exercise_3(sgd_momentum_step: Callable[..., Any], *, sizes: Sequence[i
 
 def check_exercise_4(normalize_by_max: Callable[..., Any], *, sizes: Sequence[int] | None = None,
                      seed: int | None = None) -> None:
-    """``normalize_by_max(x, out)`` writes ``x / max(|x|)`` in 3 trips to the n-element arrays."""
+    """``normalize_by_max(x, out)`` writes ``x / max(|x|)`` in 3 trips to the n-element arrays, its first pass
+    over x shared among blocks (a first launch of one block, where x needs several, fails)."""
     return check(4, normalize_by_max, sizes=sizes, seed=seed)
 
 
@@ -619,14 +629,34 @@ def _trips(n: float) -> str:
     return f"{_num(n)} trip" if n == 1 else f"{_num(n)} trips"
 
 
-def _measure(exercise: Exercise, fn: Callable[..., Any], n: int, name: str) -> tuple[Ledger, int, float]:
+def _measure(exercise: Exercise, fn: Callable[..., Any], n: int, name: str) -> tuple[Run, int, float]:
     if not callable(fn):
         raise BadArgument(f"pass the given pipeline, the function `{exercise.unfused}`, not {type(fn).__name__}")
     inputs = exercise.draw(n, np.random.default_rng())
     done = run(exercise, fn, inputs, n, name)
     _judge(exercise, inputs, done.buffers, n)
     trips, per_element = _full_traffic(done.ledger, n)
-    return done.ledger, trips, per_element
+    return done, trips, per_element
+
+
+def _numbers_passed(launched: Sequence[Launched]) -> list[str]:
+    """The kernels' parameters that received a number rather than an array, by the kernels' own names."""
+    found: list[str] = []
+    for launch in launched:
+        kernel = getattr(launch.kernel, "py_func", None) or getattr(launch.kernel, "fn", None)
+        try:
+            parameters = list(inspect.signature(kernel).parameters)
+        except (TypeError, ValueError):
+            continue
+        found += [p for p, a in zip(parameters, launch.args)
+                  if isinstance(a, (int, float, np.number)) and not isinstance(a, bool) and p not in found]
+    return found
+
+
+def _problems(problems: Sequence[str]) -> str:
+    """Several problems as sentences: each but the last closed by a full stop, unless a question mark closes it."""
+    closed = [p if p.endswith(("?", ".")) else f"{p}." for p in problems[:-1]]
+    return " ".join(closed + [problems[-1]])
 
 
 def _require_unfused(exercise: Exercise, fn: Callable[..., Any], ledger: Ledger, trips: int) -> None:
@@ -650,9 +680,10 @@ def _check_prediction(exercise: Exercise, unfused: Callable[..., Any], unfused_t
         "fused_bytes_per_element": fused_bytes_per_element,
     })
     n = RECOUNT_SIZE  # a count does not depend on n; the simulator runs this size in a moment
-    ledger, trips, per_element = _measure(exercise, unfused, n, "unfused")
+    done, trips, per_element = _measure(exercise, unfused, n, "unfused")
+    ledger = done.ledger
     _require_unfused(exercise, unfused, ledger, trips)
-    numbers = [k for k, v in exercise.draw(2, np.random.default_rng(0)).items() if not isinstance(v, np.ndarray)]
+    numbers = _numbers_passed(done.launched)
     launches = len(ledger.launches)
     problems = []
     if unfused_trips != trips:
@@ -661,12 +692,12 @@ def _check_prediction(exercise: Exercise, unfused: Callable[..., Any], unfused_t
             "ledger does, launch by launch: does it read arrays (one trip), does it write one (another)?"
         )
     if not math.isclose(unfused_bytes_per_element, per_element):
+        passed = (f"; {_names(numbers)} {'is a number' if len(numbers) == 1 else 'are numbers'}, passed with "
+                  "each launch, and cost nothing") if numbers else ""
         problems.append(
-            f"{_num(unfused_bytes_per_element)} bytes per element for the given kernels is "
+            f"{_typed(unfused_bytes_per_element)} bytes per element for the given kernels is "
             f"{_off_by(unfused_bytes_per_element, per_element)}: count 4 bytes (float32) for every element a kernel "
-            "reads and 4 again for every element it writes (an array updated in place counts both ways); "
-            f"{_names(numbers)} {'is a number' if len(numbers) == 1 else 'are numbers'}, passed with the launch, "
-            "and cost nothing"
+            f"reads and 4 again for every element it writes (an array updated in place counts both ways){passed}"
         )
     if fused_trips != exercise.trips:
         problems.append(
@@ -675,12 +706,12 @@ def _check_prediction(exercise: Exercise, unfused: Callable[..., Any], unfused_t
         )
     if not math.isclose(fused_bytes_per_element, exercise.bytes_per_element):
         problems.append(
-            f"{_num(fused_bytes_per_element)} bytes per element fused is "
+            f"{_typed(fused_bytes_per_element)} bytes per element fused is "
             f"{_off_by(fused_bytes_per_element, exercise.bytes_per_element)}: which arrays must one fused kernel "
             "still read from memory, and which write back?"
         )
     if problems:
-        raise CheckFailed("; ".join(problems))
+        raise CheckFailed(_problems(problems))
     print(
         f"your predictions match: {launches} kernels make {trips} trips and move {_num(per_element)} bytes "
         f"per element; fused, {exercise.trips} trips and {_num(exercise.bytes_per_element)} bytes"
@@ -717,7 +748,7 @@ def _minimal_trips_problem(trips: float) -> str:
     if trips == 2:
         return ("2 trips would mean each thread knows the maximum before it writes out[i]; but the maximum "
                 "depends on every element of x, and in an ordinary launch a thread cannot wait for the threads "
-                "of every other block: x has to be read a second time")
+                "of every other block: how many times must x be read, then?")
     return (f"{_trips(trips)} is more than needed: no n-element array but x and out has to go through memory; "
             "keep running maxima (one number per block) instead of an array such as |x|")
 
@@ -728,16 +759,16 @@ def check_prediction_4(*, minimal_trips: Any, minimal_bytes_per_element: Any) ->
     problems = [_minimal_trips_problem(minimal_trips)] if minimal_trips != EXERCISE_4.trips else []
     right_bytes = math.isclose(minimal_bytes_per_element, EXERCISE_4.bytes_per_element)
     if not right_bytes and math.isclose(minimal_bytes_per_element, 4 * minimal_trips):
-        problems.append(f"{_num(minimal_bytes_per_element)} bytes per element is right for your "
+        problems.append(f"{_typed(minimal_bytes_per_element)} bytes per element is right for your "
                         f"{_trips(minimal_trips)}: fix the trips and the bytes follow")
     elif not right_bytes:
         problems.append(
-            f"{_num(minimal_bytes_per_element)} bytes per element does not match your trips: count 4 bytes "
+            f"{_typed(minimal_bytes_per_element)} bytes per element does not match your trips: count 4 bytes "
             "(float32) for each trip over an n-element array; the maximum is a single number and "
             "costs next to nothing per element"
         )
     if problems:
-        raise CheckFailed("; ".join(problems))
+        raise CheckFailed(_problems(problems))
     print(
         f"right: {EXERCISE_4.trips} trips and {_num(EXERCISE_4.bytes_per_element)} bytes per element, "
         "against 2 trips and 8 bytes for an elementwise kernel: the reduction is where fusion stops"

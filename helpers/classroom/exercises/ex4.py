@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 
+from math import prod
+from typing import Any, Sequence
+
 import numpy as np
 
+from ...sizes import BLOCK_SIZE, blocks_for
 from ..exercise import Alternative, Exercise, Expected, Inputs, alt, f64, signed
 
 
@@ -28,8 +32,18 @@ def _expect_4(v: Inputs) -> Expected:
     return {"out": (x / m, np.abs(x / m))}
 
 
-def _diagnose_4(v: Inputs, name: str, got: np.ndarray, want: np.ndarray, bad: np.ndarray) -> str | None:
+def _divided_by(v: Inputs, got: np.ndarray, want: np.ndarray, bad: np.ndarray, than: str) -> str:
+    """The opening of a message for values divided by some other number than the largest |x|."""
+    i = int(bad[0])
     m = float(np.abs(f64(v["x"])).max())
+    return (
+        f"element {i} of `out` is {got[i]:.7g}, expected {want[i]:.7g}: it was divided by about "
+        f"{abs(float(v['x'][i]) / float(got[i])):.6g}, {than} than the largest |x| ({m:.6g}), on "
+        f"{bad.size} of {got.size} elements. "
+    )
+
+
+def _diagnose_4(v: Inputs, name: str, got: np.ndarray, want: np.ndarray, bad: np.ndarray) -> str | None:
     g, w = got[bad].astype(np.float64), want[bad]
     if np.all(np.isinf(g)):
         i = int(bad[0])
@@ -39,18 +53,43 @@ def _diagnose_4(v: Inputs, name: str, got: np.ndarray, want: np.ndarray, bad: np
             "Does your first pass run before the division, and does every element, the last one "
             "included, take part in it?"
         )
-    if np.all(np.isfinite(g)) and np.all(np.sign(g) == np.sign(w)) and np.all(np.abs(g) > np.abs(w)):
-        i = int(bad[0])
-        return (
-            f"element {i} of `out` is {got[i]:.7g}, expected {want[i]:.7g}: it was divided by about "
-            f"{abs(float(v['x'][i]) / float(got[i])):.6g}, less than the largest |x| ({m:.6g}), on "
-            f"{bad.size} of {got.size} elements. Either some element never took part in the maximum (check "
+    if not (np.all(np.isfinite(g)) and np.all(np.sign(g) == np.sign(w))):
+        return None
+    if np.all(np.abs(g) > np.abs(w)):
+        return _divided_by(v, got, want, bad, "less") + (
+            "Either some element never took part in the maximum (check "
             "the loop and the guard of your first pass), or a block divided by the maximum of its own "
             "elements (or by one block's partial maximum), or before the maximum was complete: the maximum needs every element, and in an "
             "ordinary launch blocks cannot wait for each other, so find it in one launch (or two: per "
             "block, then over the blocks) and divide in the next"
         )
+    if np.all(np.abs(g) < np.abs(w)):
+        return _divided_by(v, got, want, bad, "more") + (
+            "Does your maximum include elements of `partial` that no block wrote? The second stage reduces "
+            "every element of `partial`, so give it exactly as many elements as the first pass has blocks "
+            "(what is left over holds whatever the memory held before)"
+        )
     return None
+
+
+def _first_pass_in_one_block(launched: Sequence[Any], n: int) -> str | None:
+    """The first launch given x, the pass that starts the maximum, run as one block where x needs several.
+
+    Read from the grids as the launches were recorded, so the verdict is the same on every backend.
+    """
+    blocks = blocks_for(n)
+    first = next((launch for launch in launched if any(getattr(a, "shape", None) == (n,) for a in launch.args)),
+                 None)
+    if blocks < 2 or first is None or prod(first.grid) > 1:
+        return None
+    return (
+        f"your values are right, but your first pass over x, `{first.name}`, ran as 1 block at n = {n} "
+        f"(x spans {blocks} blocks of {BLOCK_SIZE} threads): one block runs on one SM and leaves the rest of "
+        "the GPU idle, and the exercise asks for this pass shared among many blocks. Launch it with a grid "
+        "that grows with n, `min(blocks_for(x.size), MAX_PARTIALS)` blocks (is your MAX_PARTIALS more than "
+        "1?), each block storing its own maximum in `partial[cuda.blockIdx.x]`, and let the second launch "
+        "reduce `partial` in one block"
+    )
 
 
 EXERCISE = Exercise(
@@ -75,4 +114,5 @@ EXERCISE = Exercise(
         ),
     ),
     diagnose=_diagnose_4,
+    launches=_first_pass_in_one_block,
 )
