@@ -101,11 +101,14 @@ course:
 	$(if $(strip $(COURSE)),,$(error name the course folder, e.g. make course COURSE=~/three-kernels-course))
 	$(if $(wildcard $(PY)),$(PY),$(PYTHON)) scripts/course.py $(if $(filter 1,$(FORCE)),--force) "$(strip $(COURSE))"
 
-# The test suite on a GPU, in parallel (pytest-xdist), in under 10 minutes on an H200.
+# The test suite on a GPU, in parallel (pytest-xdist), in under 10 minutes on an H200; then, one at a time, the
+# tests marked gpu_alone, which read device-wide counters that other tests' kernels would add to.
 # The browser, README and HTML tests need no GPU and stay with `make test` (CI).
 # On a machine whose own Python already has the packages: make test-gpu PY=python3
 JOBS ?= 12
+GPU_TESTS = tests -q -rfs -o addopts="-p no:cacheprovider" --timeout 600 \
+  --ignore=tests/test_browser.py --ignore=tests/test_readme.py --ignore=tests/test_html.py
 .PHONY: test-gpu
 test-gpu: $(if $(filter $(VENV)/bin/python,$(PY)),setup)
-	$(PY) -m pytest tests -n $(JOBS) -q -rfs -o addopts="-p no:cacheprovider" --timeout 600 \
-	  --ignore=tests/test_browser.py --ignore=tests/test_readme.py --ignore=tests/test_html.py $(PYTEST_ARGS)
+	$(PY) -m pytest $(GPU_TESTS) -n $(JOBS) -m "not gpu_alone" $(PYTEST_ARGS)
+	$(PY) -m pytest $(GPU_TESTS) -m gpu_alone $(PYTEST_ARGS)

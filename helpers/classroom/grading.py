@@ -52,6 +52,7 @@ from ..counting import CannotAttribute, OutOfBounds
 from ..counting.record import DATA_INDEX, DataDependentBranch, LinkedCall
 from ..ledger import Launch, Ledger, counting_engine, current_engine
 from ..sizes import BLOCK_SIZE, _whole_number, blocks_for
+from ..validate import kernel_function
 from .exercise import Alternative, Exercise, Inputs
 from .exercises import EXERCISES
 from .running import (
@@ -643,9 +644,8 @@ def _numbers_passed(launched: Sequence[Launched]) -> list[str]:
     """The kernels' parameters that received a number rather than an array, by the kernels' own names."""
     found: list[str] = []
     for launch in launched:
-        kernel = getattr(launch.kernel, "py_func", None) or getattr(launch.kernel, "fn", None)
         try:
-            parameters = list(inspect.signature(kernel).parameters)
+            parameters = list(inspect.signature(kernel_function(launch.kernel)).parameters)
         except (TypeError, ValueError):
             continue
         found += [p for p, a in zip(parameters, launch.args)
