@@ -129,7 +129,7 @@ def plot_arithmetic_sweep(fmas: Sequence[int], measured_ms: Sequence[float] | No
     ax.set_yscale("log")
     ax.set_xlabel("FMAs per element (same bytes: read 4, write 4)")
     ax.set_ylabel("runtime (ms)")
-    ax.legend(loc="lower right", fontsize=8)  # below the floor past the knee, where no curve runs
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8)  # below the axes: over no curve
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
     return fig

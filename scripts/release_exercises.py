@@ -136,6 +136,8 @@ def make_release(source_path: Path, kind: str) -> Any:
     transform = student_source if kind == "student" else solution_source
     for index, cell in enumerate(notebook.cells):
         cell.source = transform(cell.source, cell.cell_type, f"{source_path.name}, cell {index}")
+        if kind == "solution" and cell.cell_type == "markdown":  # its Colab badge opens the solution itself
+            cell.source = cell.source.replace(*_badge_targets(source_path))
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
@@ -149,6 +151,12 @@ def make_release(source_path: Path, kind: str) -> Any:
     if kind == "student":  # a student may hide or tag cells: that is their work too
         notebook.metadata[METADATA_KEY]["metadata_sha256"] = metadata_hash(notebook)
     return notebook
+
+
+def _badge_targets(source_path: Path) -> tuple[str, str]:
+    """The student notebook's path in a Colab link, and the solution's that replaces it."""
+    stem = source_path.stem
+    return f"/notebooks/exercises/{stem}.ipynb)", f"/notebooks/exercises/solutions/{stem}__SOLUTION.ipynb)"
 
 
 def release_paths(source_path: Path, release_dir: Path) -> dict[str, Path]:

@@ -49,6 +49,17 @@ def problems(notebook: dict, name: str = "notebook") -> list[str]:
     return found
 
 
+BADGE = re.compile(r"colab\.research\.google\.com/github/[^/]+/[^/]+/blob/main/([^)\s]+)\)")
+READ = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + sorted((ROOT / "notebooks" / "exercises").glob(
+    "[0-9][0-9]__*.ipynb")) + sorted((ROOT / "notebooks" / "exercises" / "solutions").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", READ, ids=lambda p: p.stem)
+def test_the_colab_badge_opens_the_notebook_it_is_in(path: Path) -> None:
+    first = "".join(json.loads(path.read_text())["cells"][0]["source"])
+    assert BADGE.findall(first) == [path.relative_to(ROOT).as_posix()], f"{path.name}: badge links {BADGE.findall(first)}"
+
+
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.stem)
 def test_committed_outputs_are_clean(path: Path) -> None:
     assert problems(json.loads(path.read_text()), path.name) == []

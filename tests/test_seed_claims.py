@@ -77,7 +77,7 @@ def _fake_sweep(monkeypatch, kernel=None, n=1003):
     """sweep_fmas with the GPU-only parts stood in for: each median grows with the FMAs, as a stand-in clock."""
     class Timed:
         def __init__(self, ms):
-            self.median_ms = ms
+            self.median_ms, self.spread_ms = ms, ms / 100
 
     calls = []
 
@@ -99,6 +99,7 @@ def test_fma_sweep_checks_its_kernel_times_every_count_and_reads_back(monkeypatc
     sweep, calls = _fake_sweep(monkeypatch)
     assert sweep.fmas == [8 * 2**k for k in range(9)] and calls == [3] * 9
     assert sweep.median_ms == pytest.approx([0.1 + 0.001 * k for k in range(1, 10)])
+    assert sweep.iqr_ms == pytest.approx([m / 100 for m in sweep.median_ms])  # each median keeps its spread
     assert sweep.memory_floor_ms == pytest.approx(8 * 1003 / 4.8e12 * 1e3)
     assert sweep.knee_fmas == pytest.approx(66.9e12 * 8 / (2 * 4.8e12))
     lines = report.sweep_lines(sweep)  # 8, 32, 64 (nearest the knee of ~56), 1024 and 2048 FMAs: the 1st, 3rd, 4th, 8th, 9th

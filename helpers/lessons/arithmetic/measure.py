@@ -211,13 +211,12 @@ def sweep_fmas(n: int | None = None, repeats: int = 20, kernel: Any = fma_chain_
     blocks = blocks_for(n)
     kernel[blocks, BLOCK_SIZE](dx, out, 1)
     checks.check_close(out, fma_chain_reference(x, 8), rtol=1e-5)
-    times = []
-    for rounds in SWEEP_ROUNDS:
-        t = timing.time_gpu(lambda r=rounds: kernel[blocks, BLOCK_SIZE](dx, out, r), repeats=repeats)
-        times.append(t.median_ms)
+    timed = [timing.time_gpu(lambda r=rounds: kernel[blocks, BLOCK_SIZE](dx, out, r), repeats=repeats)
+             for rounds in SWEEP_ROUNDS]
+    times = [t.median_ms for t in timed]
     bandwidth_gbs = datasheet_bandwidth_gbs() or timing.copy_bandwidth(n)[1]  # as notebook 02: the bound, else the copy
     peak = peak_fp32_flops()
-    return FmaSweep(n=n, fmas=[8 * r for r in SWEEP_ROUNDS], median_ms=times, repeats=repeats,
+    return FmaSweep(n=n, fmas=[8 * r for r in SWEEP_ROUNDS], median_ms=times, iqr_ms=[t.spread_ms for t in timed], repeats=repeats,
                     bandwidth_gbs=bandwidth_gbs, peak_flops=peak, memory_floor_ms=8 * n / (bandwidth_gbs * 1e9) * 1e3,
                     ms_per_fma=2 * n / peak * 1e3, knee_fmas=knee_fmas_per_element(peak, bandwidth_gbs * 1e9, 8))
 
