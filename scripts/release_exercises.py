@@ -32,6 +32,7 @@ import argparse
 import copy
 import hashlib
 import json
+import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -136,8 +137,8 @@ def make_release(source_path: Path, kind: str) -> Any:
     transform = student_source if kind == "student" else solution_source
     for index, cell in enumerate(notebook.cells):
         cell.source = transform(cell.source, cell.cell_type, f"{source_path.name}, cell {index}")
-        if kind == "solution" and cell.cell_type == "markdown":  # its Colab badge opens the solution itself
-            cell.source = cell.source.replace(*_badge_targets(source_path))
+        if kind == "solution" and cell.cell_type == "markdown":
+            cell.source = _one_folder_down(cell.source, source_path)
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
@@ -153,10 +154,21 @@ def make_release(source_path: Path, kind: str) -> Any:
     return notebook
 
 
+RELATIVE_LINK = re.compile(r"\]\((?!https?:|/|#)([\w./-]+\.(?:ipynb|md|png|py)(?:#[\w-]*)?)\)")
+"""A markdown link to a file beside the notebook (``](04_counting_the_trips.ipynb)``, ``](../docs/x.md#part)``)."""
+
+
 def _badge_targets(source_path: Path) -> tuple[str, str]:
     """The student notebook's path in a Colab link, and the solution's that replaces it."""
     stem = source_path.stem
     return f"/notebooks/exercises/{stem}.ipynb)", f"/notebooks/exercises/solutions/{stem}__SOLUTION.ipynb)"
+
+
+def _one_folder_down(markdown: str, source_path: Path) -> str:
+    """A markdown cell as the solution, one folder below the student's notebook, needs it: its Colab badge opens
+    the solution itself, and its links to files beside the exercise climb one folder more."""
+    markdown = RELATIVE_LINK.sub(lambda m: f"](../{m.group(1)})", markdown)
+    return markdown.replace(*_badge_targets(source_path))
 
 
 def release_paths(source_path: Path, release_dir: Path) -> dict[str, Path]:

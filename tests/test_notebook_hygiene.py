@@ -60,6 +60,18 @@ def test_the_colab_badge_opens_the_notebook_it_is_in(path: Path) -> None:
     assert BADGE.findall(first) == [path.relative_to(ROOT).as_posix()], f"{path.name}: badge links {BADGE.findall(first)}"
 
 
+LINK = re.compile(r"\]\((?!https?:|/)([\w./-]+\.\w+)(?:#[\w-]*)?\)")  # a link to a file, not `f[grid, block](...)`
+
+
+@pytest.mark.parametrize("path", READ + sorted((ROOT / "notebooks" / "exercises" / "source").glob("*.ipynb")),
+                         ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_relative_link_in_the_markdown_leads_to_a_file(path: Path) -> None:
+    cells = json.loads(path.read_text())["cells"]
+    targets = {t for c in cells if c["cell_type"] == "markdown" for t in LINK.findall("".join(c["source"]))}
+    where = path.parent.parent if path.parent.name == "source" else path.parent  # a source speaks as its student
+    assert [t for t in sorted(targets) if not (where / t).exists()] == [], f"{path.name}: links to nothing"
+
+
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.stem)
 def test_committed_outputs_are_clean(path: Path) -> None:
     assert problems(json.loads(path.read_text()), path.name) == []

@@ -75,7 +75,7 @@ class FmaSweep(Record, schema="fma_sweep", version=1):
     n: int
     fmas: list[int]  # FMAs per element: 8 x rounds
     median_ms: list[float]
-    iqr_ms: list[float] = field(default_factory=list)  # the spread of each median (empty in older records)
+    iqr_ms: list[float] = field(default_factory=list)  # the IQR of each count's repeats (empty: not recorded)
     repeats: int
     bandwidth_gbs: float  # the bound the memory floor uses (the datasheet's, else the measured copy)
     peak_flops: float  # SMs x FP32 lanes x 2 x clock
