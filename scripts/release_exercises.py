@@ -13,7 +13,8 @@ writes them.  From it this script writes
   region becomes ``# YOUR CODE HERE`` and ``raise NotImplementedError()`` (in
   markdown, ``YOUR ANSWER HERE``), hidden tests are removed, outputs cleared;
 * the **solution** ``notebooks/exercises/solutions/NN__topic__SOLUTION.ipynb``: the
-  markers removed, the code kept, outputs cleared.
+  markers removed, the code kept, outputs cleared; its Colab badge opens the solution and its
+  links to files beside the exercise climb the extra folder.
 
 It writes only into those two folders.  Every notebook it writes records, in its
 metadata, a checksum of its cells' sources (and, for a student version, of its cells'

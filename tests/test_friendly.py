@@ -61,10 +61,11 @@ LESSONS_AND_SOURCES = sorted([*ROOT.glob("notebooks/[0-9]*.ipynb"), *ROOT.glob("
 
 
 def _colab_target(path: Path) -> str:
-    """The notebook a badge should open: itself, or for an exercise (source, student, solution) the student's."""
+    """The notebook a badge should open: itself (a lesson, a student's exercise, a solution), or for an exercise's
+    source the student's notebook made from it."""
     relative = path.relative_to(ROOT)
-    if "exercises" in relative.parts:
-        return f"notebooks/exercises/{path.name.replace('__SOLUTION', '')}"
+    if relative.parent.name == "source":
+        return f"notebooks/exercises/{path.name}"
     return relative.as_posix()
 
 
