@@ -205,3 +205,18 @@ def test_the_benchmark_checks_each_kernel_against_its_own_answer_before_timing_i
     assert not failed and all(c.passed for c in checks)
     assert {c.n for c in checks} == {297, 300}  # the odd size first
     assert {label for label, equal in bitwise.items() if equal} >= {"naive", "vec4", "stream3"}
+
+
+def test_the_compiled_evidence_links_with_lto_as_the_timed_kernels_were():
+    """``cuda.jit`` links a kernel's LTO-IR with link-time optimization by default, and the evidence does the same,
+    so with the record's compiler it gives the record's register counts (lesson 07 prints both)."""
+    record = results.load(rr.Roofline)
+    import numba_cuda
+
+    if record.provenance.versions.get("numba-cuda") != numba_cuda.__version__:
+        pytest.skip(f"the record was compiled by numba-cuda {record.provenance.versions.get('numba-cuda')}")
+    timed = next(iter(record.runs.values())).variants
+    counted = {name: evidence.ptx_evidence(name).registers for name in timed}
+    if None in counted.values():
+        pytest.skip("nvJitLink or NVRTC is not installed here: no register counts")
+    assert counted == {name: v.registers for name, v in timed.items()}
