@@ -36,7 +36,7 @@ class Evidence:
     name: str
     ptx: str
     opcodes: dict[str, int]  # global/local load and store opcodes -> how many in the PTX
-    calls: int  # call instructions (the linked variant calls its CUDA C function)
+    calls: int  # call instructions in the unlinked PTX (the linked variant's; LTO inlines it)
     registers: int | None  # ptxas's count through nvJitLink with LTO (as cuda.jit links), when available
     linked_ptx: str | None = None  # the CUDA C function's PTX (NVRTC), for the linked variant
 
@@ -111,16 +111,20 @@ def _nvrtc_ok(nvrtc: Any, err: Any, step: str) -> None:
         raise RuntimeError(f"NVRTC failed at {step}: {err}")
 
 
-def _ptxas_registers(lto_parts: list[bytes], kernel_name: str, cc: tuple[int, int]) -> int | None:
-    """ptxas's register count for the entry named like ``kernel_name``, linked from LTO-IR by nvJitLink with
-    link-time optimization, as ``cuda.jit`` links a kernel by default (no GPU needed).
+def _ptxas_registers(function: Any, signature: tuple[Any, ...], linked: list[bytes], cc: tuple[int, int]) -> int | None:
+    """ptxas's register count for the kernel ``function``, its LTO-IR (and ``linked``'s) linked by nvJitLink with
+    link-time optimization, as ``cuda.jit`` links a kernel by default where nvJitLink is installed (numba-cuda's
+    ``cuda.jit`` docstring, its ``lto`` option); no GPU needed.
 
     The compiled evidence is read where there is no GPU (the simulator), so it cannot ask a
     compiled kernel as :func:`helpers.device.registers_per_thread` does.
     """
+    kernel_name = function.__name__
     try:
         from cuda.bindings import nvjitlink  # optional: without it the count is missing, not the evidence
 
+        lto, _ = cuda.compile(function, signature, device=False, abi="numba", output="ltoir", cc=cc)
+        lto_parts = [lto, *linked]
         options = [f"-arch=sm_{cc[0]}{cc[1]}", "-lto", "-verbose"]
         handle = nvjitlink.create(len(options), options)
         for k, data in enumerate(lto_parts):
@@ -147,20 +151,26 @@ def _compile_all(cc: tuple[int, int]) -> dict[str, dict[str, Any]]:
     signature = (array, array, array, types.float32, array)
     try:
         linked: str | None = cuda_c_ptx(cc)
-        linked_lto = [_nvrtc(cc, lto=True)]
     except Exception:  # NVRTC missing: the linked variant's evidence is then incomplete
-        linked, linked_lto = None, []
+        linked = None
+    try:
+        linked_lto = [_nvrtc(cc, lto=True)]
+    except Exception:  # likewise: then only its register count is missing
+        linked_lto = []
     compiled = {name: v.kernel for name, v in VARIANT_INFO.items()}
     compiled["stream3"] = stream3_kernel
     out: dict[str, dict[str, Any]] = {}
     for name, kernel in compiled.items():
         function = kernel_function(kernel)
         ptx, _ = cuda.compile_ptx(function, signature, cc=cc)
-        lto, _ = cuda.compile(function, signature, device=False, abi="numba", output="ltoir", cc=cc)
         is_linked = name == "linked_cuda_c"
+        if is_linked and not linked_lto:
+            registers = None  # its CUDA C function would be missing from the link
+        else:
+            registers = _ptxas_registers(function, signature, linked_lto if is_linked else [], cc)
         out[name] = {
             "ptx": ptx,
-            "registers": _ptxas_registers([lto] + (linked_lto if is_linked else []), function.__name__, cc),
+            "registers": registers,
             "linked_ptx": linked if is_linked else None,
         }
     return out
