@@ -205,3 +205,18 @@ def test_the_benchmark_checks_each_kernel_against_its_own_answer_before_timing_i
     assert not failed and all(c.passed for c in checks)
     assert {c.n for c in checks} == {297, 300}  # the odd size first
     assert {label for label, equal in bitwise.items() if equal} >= {"naive", "vec4", "stream3"}
+
+
+def test_the_compiled_evidence_links_with_lto_as_the_timed_kernels_were():
+    """``cuda.jit`` links a kernel's LTO-IR with link-time optimization by default, and the evidence does the same,
+    so with the record's compiler it gives the record's register counts (lesson 07 prints both)."""
+    nvjitlink = pytest.importorskip("cuda.bindings.nvjitlink", reason="no nvJitLink here: no register counts")
+    pytest.importorskip("cuda.bindings.nvrtc", reason="no NVRTC here: the linked variant is not compiled")
+    import numba_cuda
+
+    record = results.load(rr.Roofline)
+    compiled_by = (record.provenance.versions.get("numba-cuda"), (record.provenance.cuda_driver or "").split(".")[0])
+    if compiled_by != (numba_cuda.__version__, str(nvjitlink.version()[0])):
+        pytest.skip(f"the record's compiler (numba-cuda, CUDA major) was {compiled_by}, not this one")
+    timed = next(iter(record.runs.values())).variants
+    assert {name: evidence.ptx_evidence(name).registers for name in timed} == {n: v.registers for n, v in timed.items()}

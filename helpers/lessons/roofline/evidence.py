@@ -36,8 +36,8 @@ class Evidence:
     name: str
     ptx: str
     opcodes: dict[str, int]  # global/local load and store opcodes -> how many in the PTX
-    calls: int  # call instructions (the linked variant calls its CUDA C function)
-    registers: int | None  # ptxas's count through nvJitLink, when available
+    calls: int  # call instructions in the unlinked PTX (the linked variant's; LTO inlines it)
+    registers: int | None  # ptxas's count through nvJitLink with LTO (as cuda.jit links), when available
     linked_ptx: str | None = None  # the CUDA C function's PTX (NVRTC), for the linked variant
 
     @property
@@ -78,25 +78,32 @@ def _source_fingerprint() -> str:
 
 def cuda_c_ptx(cc: tuple[int, int] = (9, 0)) -> str:
     """PTX of :data:`CUDA_C_SOURCE` from NVRTC (no GPU or driver needed)."""
+    return _nvrtc(cc, lto=False).decode().rstrip("\x00")
+
+
+def _nvrtc(cc: tuple[int, int], lto: bool) -> bytes:
+    """:data:`CUDA_C_SOURCE` compiled by NVRTC: its PTX, or with ``lto`` its LTO-IR (what numba-cuda links)."""
     from cuda.bindings import nvrtc  # optional: without NVRTC only the linked variant's evidence is missing
 
     source = CUDA_C_SOURCE.read_bytes()
     err, program = nvrtc.nvrtcCreateProgram(source, CUDA_C_SOURCE.name.encode(), 0, [], [])
     _nvrtc_ok(nvrtc, err, "create")
-    options = [f"--gpu-architecture=compute_{cc[0]}{cc[1]}".encode(), b"--relocatable-device-code=true"]
+    options = [f"--gpu-architecture={'sm' if lto else 'compute'}_{cc[0]}{cc[1]}".encode(),
+               b"--relocatable-device-code=true"] + ([b"-dlto"] if lto else [])
     (err,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         _, size = nvrtc.nvrtcGetProgramLogSize(program)
         log = b" " * size
         nvrtc.nvrtcGetProgramLog(program, log)
         raise RuntimeError(f"NVRTC could not compile {CUDA_C_SOURCE.name}: {log.decode(errors='replace')}")
-    err, size = nvrtc.nvrtcGetPTXSize(program)
+    get_size, get = (nvrtc.nvrtcGetLTOIRSize, nvrtc.nvrtcGetLTOIR) if lto else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX)
+    err, size = get_size(program)
     _nvrtc_ok(nvrtc, err, "size")
     buffer = b" " * size
-    (err,) = nvrtc.nvrtcGetPTX(program, buffer)
-    _nvrtc_ok(nvrtc, err, "get PTX")
+    (err,) = get(program, buffer)
+    _nvrtc_ok(nvrtc, err, "get the output")
     nvrtc.nvrtcDestroyProgram(program)
-    return buffer.decode().rstrip("\x00")
+    return buffer
 
 
 def _nvrtc_ok(nvrtc: Any, err: Any, step: str) -> None:
@@ -104,20 +111,24 @@ def _nvrtc_ok(nvrtc: Any, err: Any, step: str) -> None:
         raise RuntimeError(f"NVRTC failed at {step}: {err}")
 
 
-def _ptxas_registers(ptx_files: list[str], kernel_name: str, cc: tuple[int, int]) -> int | None:
-    """ptxas's register count for the entry named like ``kernel_name``, via nvJitLink (no GPU needed).
+def _ptxas_registers(function: Any, signature: tuple[Any, ...], linked: list[bytes], cc: tuple[int, int]) -> int | None:
+    """ptxas's register count for the kernel ``function``, its LTO-IR (and ``linked``'s) linked by nvJitLink with
+    link-time optimization, as ``cuda.jit`` links a kernel by default where nvJitLink is installed (numba-cuda's
+    ``cuda.jit`` docstring, its ``lto`` option); no GPU needed.
 
     The compiled evidence is read where there is no GPU (the simulator), so it cannot ask a
     compiled kernel as :func:`helpers.device.registers_per_thread` does.
     """
+    kernel_name = function.__name__
     try:
         from cuda.bindings import nvjitlink  # optional: without it the count is missing, not the evidence
 
-        options = [f"-arch=sm_{cc[0]}{cc[1]}", "-verbose"]
+        lto, _ = cuda.compile(function, signature, device=False, abi="numba", output="ltoir", cc=cc)
+        lto_parts = [lto, *linked]
+        options = [f"-arch=sm_{cc[0]}{cc[1]}", "-lto", "-verbose"]
         handle = nvjitlink.create(len(options), options)
-        for k, text in enumerate(ptx_files):
-            data = text.encode()
-            nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), f"part{k}.ptx")
+        for k, data in enumerate(lto_parts):
+            nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, data, len(data), f"part{k}.ltoir")
         nvjitlink.complete(handle)
         size = nvjitlink.get_info_log_size(handle)
         log = bytearray(size)
@@ -142,16 +153,24 @@ def _compile_all(cc: tuple[int, int]) -> dict[str, dict[str, Any]]:
         linked: str | None = cuda_c_ptx(cc)
     except Exception:  # NVRTC missing: the linked variant's evidence is then incomplete
         linked = None
+    try:
+        linked_lto = [_nvrtc(cc, lto=True)]
+    except Exception:  # likewise: then only its register count is missing
+        linked_lto = []
     compiled = {name: v.kernel for name, v in VARIANT_INFO.items()}
     compiled["stream3"] = stream3_kernel
     out: dict[str, dict[str, Any]] = {}
     for name, kernel in compiled.items():
-        ptx, _ = cuda.compile_ptx(kernel_function(kernel), signature, cc=cc)
+        function = kernel_function(kernel)
+        ptx, _ = cuda.compile_ptx(function, signature, cc=cc)
         is_linked = name == "linked_cuda_c"
-        parts = [ptx, linked] if is_linked and linked else [ptx]
+        if is_linked and not linked_lto:
+            registers = None  # its CUDA C function would be missing from the link
+        else:
+            registers = _ptxas_registers(function, signature, linked_lto if is_linked else [], cc)
         out[name] = {
             "ptx": ptx,
-            "registers": _ptxas_registers(parts, kernel_function(kernel).__name__, cc),
+            "registers": registers,
             "linked_ptx": linked if is_linked else None,
         }
     return out
