@@ -132,7 +132,7 @@ class Grade:
             f"exercise {self.exercise} passed: right values at every size tried, "
             f"{launches} launch{'es' if launches != 1 else ''}, {self.trips} trips, "
             f"{_num(self.bytes_per_element)} bytes per element"
-        )  # the budget stays unsaid: for exercises 2, 4 and 5 it is a graded prediction
+        )  # the budget stays unsaid: for exercises 2 to 5 it is a graded prediction
 
     def __repr__(self) -> str:
         return self.summary()
