@@ -213,11 +213,11 @@ def sweep_fmas(n: int | None = None, repeats: int = 20, kernel: Any = fma_chain_
     checks.check_close(out, fma_chain_reference(x, 8), rtol=1e-5)
     timed = [timing.time_gpu(lambda r=rounds: kernel[blocks, BLOCK_SIZE](dx, out, r), repeats=repeats)
              for rounds in SWEEP_ROUNDS]
-    times = [t.median_ms for t in timed]
     bandwidth_gbs = datasheet_bandwidth_gbs() or timing.copy_bandwidth(n)[1]  # as notebook 02: the bound, else the copy
     peak = peak_fp32_flops()
-    return FmaSweep(n=n, fmas=[8 * r for r in SWEEP_ROUNDS], median_ms=times, iqr_ms=[t.spread_ms for t in timed], repeats=repeats,
-                    bandwidth_gbs=bandwidth_gbs, peak_flops=peak, memory_floor_ms=8 * n / (bandwidth_gbs * 1e9) * 1e3,
+    return FmaSweep(n=n, fmas=[8 * r for r in SWEEP_ROUNDS], median_ms=[t.median_ms for t in timed],
+                    iqr_ms=[t.spread_ms for t in timed], repeats=repeats, bandwidth_gbs=bandwidth_gbs,
+                    peak_flops=peak, memory_floor_ms=8 * n / (bandwidth_gbs * 1e9) * 1e3,
                     ms_per_fma=2 * n / peak * 1e3, knee_fmas=knee_fmas_per_element(peak, bandwidth_gbs * 1e9, 8))
 
 

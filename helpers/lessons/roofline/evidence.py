@@ -96,7 +96,8 @@ def _nvrtc(cc: tuple[int, int], lto: bool) -> bytes:
         log = b" " * size
         nvrtc.nvrtcGetProgramLog(program, log)
         raise RuntimeError(f"NVRTC could not compile {CUDA_C_SOURCE.name}: {log.decode(errors='replace')}")
-    get_size, get = (nvrtc.nvrtcGetLTOIRSize, nvrtc.nvrtcGetLTOIR) if lto else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX)
+    get_size, get = ((nvrtc.nvrtcGetLTOIRSize, nvrtc.nvrtcGetLTOIR) if lto
+                     else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX))
     err, size = get_size(program)
     _nvrtc_ok(nvrtc, err, "size")
     buffer = b" " * size
