@@ -37,7 +37,7 @@ GPU_LIKE_SIZES = (1, 257, 8195)
 
 CASES = {  # path -> the verdict every engine and size set must give
     "unusual/ex1_if_else_relu.py": "pass",
-    "unusual/ex1_if_else_relu_1024.py": "pass",
+    "unusual/ex1_clamp_relu_1024.py": "pass",
     "unusual/ex1_grid_stride_fixed_grid.py": "pass",
     "unusual/ex1_early_return.py": "pass",
     "unusual/ex1_device_function.py": "pass",

@@ -34,13 +34,13 @@ class Exercise:
     number: int
     function: str  # the student's function, as the notebook names it
     args: tuple[str, ...]  # its arguments, in order
-    outputs: tuple[str, ...]  # fresh arrays the function must fill (poisoned)
-    in_place: tuple[str, ...]  # arrays the function must update in place
     draw: Callable[[int, np.random.Generator], Inputs]
     expect: Callable[[Inputs], Expected]
     trips: int  # budget: trips to the n-element arrays
     bytes_per_element: float  # budget: bytes moved per element (float32)
     budget_hint: str  # how to meet the budget, in a sentence
+    outputs: tuple[str, ...] = ("out",)  # fresh arrays the function must fill (poisoned)
+    in_place: tuple[str, ...] = ()  # arrays the function must update in place
     alternatives: tuple[Alternative, ...] = ()
     diagnose: Callable[[Inputs, str, np.ndarray, np.ndarray, np.ndarray], str | None] | None = None
     title: str = ""  # what the exercise computes, in a few words
