@@ -378,11 +378,12 @@ def _join(where: str, name: str) -> str:
 
 
 def load_or_measure(cls: type[R], measure: Callable[[], R | None], *, remeasure: bool = False,
-                    folder: Path | None = None) -> R:
+                    folder: Path | None = None, peers: bool = False) -> R:
     """The committed ``cls`` result, or, on a GPU with ``remeasure=True``, a fresh one.
 
     Prints one line saying where the numbers come from: ``committed result: <device,
-    driver, versions, date>`` or ``measured now: <device, ...>``.  In the simulator
+    driver, versions, date>`` or ``measured now: <device, ...>`` (``peers=True``: with the
+    peers' versions and the CPU, for a lesson that times CuPy or torch).  In the simulator
     nothing can be measured, so the committed result is read whatever ``remeasure`` says.
     """
     if remeasure and not is_simulator():
@@ -391,10 +392,10 @@ def load_or_measure(cls: type[R], measure: Callable[[], R | None], *, remeasure:
             raise ResultError(f"the {cls.SCHEMA} measurement returned nothing")
         if record.provenance is None:
             record.provenance = Provenance.here()
-        print(f"measured now: {record.provenance.describe()}")
+        print(f"measured now: {record.provenance.describe(peers=peers)}")
         return record
     record = load(cls, folder)
-    where = record.provenance.describe() if record.provenance else "(no provenance recorded)"
+    where = record.provenance.describe(peers=peers) if record.provenance else "(no provenance recorded)"
     suffix = " (the simulator cannot time kernels)" if is_simulator() else ""
     print(f"committed result: {where}{suffix}")
     return record

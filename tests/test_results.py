@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -98,6 +98,18 @@ def test_load_or_measure_says_where_the_numbers_come_from(tmp_path, capsys):
     assert line.startswith("committed result: ") and got.provenance.describe() in line
     if helpers.is_simulator():
         assert "the simulator cannot time kernels" in line
+
+
+def test_load_or_measure_names_the_peers_versions_when_asked(tmp_path, capsys):
+    record = _example()
+    here = results.Provenance.here()
+    record.provenance = replace(here, versions={**here.versions, "torch": "9.9.9"}, cpu="a test CPU")
+    results.save(record, folder=tmp_path)
+    results.load_or_measure(Example, measure=_example, folder=tmp_path)
+    assert "torch" not in capsys.readouterr().out
+    results.load_or_measure(Example, measure=_example, folder=tmp_path, peers=True)
+    line = capsys.readouterr().out
+    assert line.startswith("committed result: ") and "torch 9.9.9" in line and "CPU a test CPU" in line
 
 
 @pytest.mark.skipif(helpers.is_simulator(), reason="re-measuring needs a GPU")

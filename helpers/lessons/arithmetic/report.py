@@ -78,5 +78,5 @@ def floor_lines(rows: Sequence[tuple[str, float, float]], bound_gbs: float) -> l
         gbs = moved / (ms * 1e-3) / 1e9
         cells.append([kernel, f"{moved / 1e6:.0f} MB", format_ms(moved / (bound_gbs * 1e9) * 1e3), format_ms(ms),
                       f"{gbs:.0f}", f"{gbs / bound_gbs:.0%}"])
-    return table(cells, ["kernel", "bytes", "floor", "measured", "GB/s", "of the bound"],
+    return table(cells, ["kernel", "bytes", "floor", "measured", "GB/s", "% of bound"],
                  widths=(16, 7, 10, 10, 6, 12), gap=1).splitlines()
