@@ -50,7 +50,8 @@ def adamw_launches(record: AdamWBench) -> list[str]:
     lines = []
     if per_tensor and flat:
         lines.append(f"{n} launches: {per_tensor:.3f} ms; one launch over the same bytes: {flat:.3f} ms; "
-                     f"so each extra launch costs about {(per_tensor - flat) / (n - 1) * 1e3:.1f} µs")
+                     f"so each launch costs about {(per_tensor - flat) / n * 1e3:.1f} µs beyond the bytes (the single "
+                     "launch's own cost is hidden)")
     if unfused and flat:
         lines.append(f"{8 * n} launches (unfused): {unfused:.3f} ms, {unfused / flat:.0f}x the single launch")
     one = [r for r in record.rows if r.case == "one tensor"]
