@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from helpers.lessons.inflight import report as inflight_report
+from helpers.lessons.optimizer import report as optimizer_report
 from helpers.lessons.roofline import ceiling
 from helpers.results import RESULTS_DIR
 
@@ -825,7 +826,7 @@ def _nb14_unfused_per_launch() -> float:
 @figure("nb14_extra_launch_over_nb09")
 def _nb14_extra_launch_over_nb09() -> float:
     """Each launch on the list beyond the bytes (as the notebook prints it) against notebook 09's fused launch."""
-    extra_us = 1e3 * (_nb14_ms("list", _NB12_FUSED) - _nb14_ms("list", _NB12_FLAT)) / 200
+    extra_us = optimizer_report.launch_cost_us(_nb14_ms("list", _NB12_FUSED), _nb14_ms("list", _NB12_FLAT), 200)
     return extra_us / _nb09_median("numba fused", 2**10, "host")
 
 

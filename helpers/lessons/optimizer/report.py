@@ -39,6 +39,12 @@ def adamw_claims(record: AdamWBench) -> list[str]:
     return claims
 
 
+def launch_cost_us(per_tensor_ms: float, flat_ms: float, launches: int) -> float:
+    """What each of ``launches`` launches costs beyond the bytes (µs): the per-tensor step's time less one launch
+    over the same bytes (whose own launch is hidden), shared out among the launches."""
+    return (per_tensor_ms - flat_ms) / launches * 1e3
+
+
 def adamw_launches(record: AdamWBench) -> list[str]:
     """What the launch count costs on the list of tensors, from the record's times."""
     rows = [r for r in record.rows if r.case == "list"]
@@ -50,7 +56,7 @@ def adamw_launches(record: AdamWBench) -> list[str]:
     lines = []
     if per_tensor and flat:
         lines.append(f"{n} launches: {per_tensor:.3f} ms; one launch over the same bytes: {flat:.3f} ms; "
-                     f"so each launch costs about {(per_tensor - flat) / n * 1e3:.1f} µs beyond the bytes (the single "
+                     f"so each launch costs about {launch_cost_us(per_tensor, flat, n):.1f} µs beyond the bytes (the single "
                      "launch's own cost is hidden)")
     if unfused and flat:
         lines.append(f"{8 * n} launches (unfused): {unfused:.3f} ms, {unfused / flat:.0f}x the single launch")
