@@ -36,7 +36,7 @@ class Evidence:
     name: str
     ptx: str
     opcodes: dict[str, int]  # global/local load and store opcodes -> how many in the PTX
-    calls: int  # call instructions in the unlinked PTX (the linked variant's; LTO inlines it)
+    calls: int  # call instructions in the unlinked PTX (the linked variant's; LTO should inline it)
     registers: int | None  # ptxas's count through nvJitLink with LTO (as cuda.jit links), when available
     linked_ptx: str | None = None  # the CUDA C function's PTX (NVRTC), for the linked variant
 
