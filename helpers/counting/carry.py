@@ -1,11 +1,9 @@
 """Carry a kernel to a simulator subprocess (the dynamic count on a GPU): its source and every global it uses.
 
-:func:`function_spec` describes each global (and each value a closure captured) as data, and
-:func:`build_function` rebuilds them in the subprocess: a module is imported by name; a number, a
-string, ``None`` or a NumPy scalar travels by value; an object an importable module holds is
-imported again from it *under the simulator* (roofline's ``load4`` becomes its Python stand-in, a
-helpers device function its simulator twin); a device function defined in a notebook travels as
-source, recursively.  Anything else is refused, naming the global, before the subprocess starts.
+:func:`function_spec` describes each global as data and :func:`build_function` rebuilds it there: a module by name;
+a number, string, ``None`` or NumPy scalar by value; an object an importable module holds, imported again from it
+*under the simulator* (roofline's ``load4`` becomes its Python stand-in); a notebook's device function as source.
+Anything else is refused, naming the global, before the subprocess starts.
 """
 
 from __future__ import annotations
@@ -133,12 +131,9 @@ def _import_root(module_name: str) -> str | None:
 
 def build_function(spec: dict[str, Any], cuda: Any) -> Any:
     """The Python function ``spec`` describes, its globals rebuilt here (run in the simulator subprocess)."""
-    for path in spec.get("paths", []):
-        if path not in sys.path:
-            sys.path.append(path)
+    sys.path += [path for path in spec.get("paths", []) if path not in sys.path]  # function_spec lists each once
     namespace: dict[str, Any] = {"cuda": cuda}
-    for name, how in spec["globals"].items():
-        namespace[name] = _rebuild(name, how, spec["name"], cuda)
+    namespace.update({name: _rebuild(name, how, spec["name"], cuda) for name, how in spec["globals"].items()})
     exec(compile(spec["source"], f"<kernel {spec['name']}>", "exec"), namespace)  # noqa: S102 - the caller's kernel
     return namespace[spec["name"]]
 

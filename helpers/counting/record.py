@@ -30,8 +30,7 @@ class OutOfBounds(CannotAttribute):
 
 
 class DataDependentBranch(CannotAttribute):
-    """Whether an access runs depends on a value loaded from memory (``if x[i] > 0: out[i] = ...``): the kernel
-    may be right, and the dynamic engine, which runs it, can count it."""
+    """Whether an access runs depends on a value loaded from memory (``if x[i] > 0``): the dynamic engine counts it."""
 
     @classmethod
     def of(cls, kernel: str) -> "DataDependentBranch":
@@ -59,8 +58,7 @@ _counting_copies: list[int] = [0]
 
 @contextmanager
 def copies_for_a_count() -> Iterator[None]:
-    """Mark the copies made inside (the dynamic engine's, of a launch's arrays) as the counter's own, not the
-    caller's: a watcher of the caller's copies (the grader's) leaves them out."""
+    """Mark the copies made inside as the counter's own, which a watcher of the caller's copies (the grader's) skips."""
     _counting_copies[0] += 1
     try:
         yield
@@ -175,14 +173,9 @@ class ArgInfo:
     @property
     def contiguous(self) -> bool:
         """C-contiguous, as NumPy and Numba decide it (a dimension of one element has any stride)."""
-        if not self.is_array or self.size == 0:
-            return True
-        step = self.itemsize
-        for extent, stride in zip(reversed(self.shape), reversed(self.strides)):
-            if extent != 1 and stride != step:
-                return False
-            step *= extent
-        return True
+        c_order = _c_strides(self.shape, self.itemsize)
+        return not self.is_array or self.size == 0 or all(
+            extent == 1 or stride == step for extent, stride, step in zip(self.shape, self.strides, c_order))
 
     @property
     def size(self) -> int:
@@ -211,11 +204,9 @@ class ArgInfo:
                     raise TypeError(f"`{name}` has a dtype ({value.dtype}) a kernel cannot take") from None
                 dtype = np.dtype(interface["typestr"])
             shape = tuple(int(s) for s in value.shape)
-            strides = interface.get("strides") if interface else getattr(value, "strides", None)
-            if not strides:  # C order
-                strides = [dtype.itemsize * prod(shape[k + 1:]) for k in range(len(shape))]
-            strides = tuple(int(s) for s in strides)
-            return cls(name, True, _numba_name(dtype), shape, dtype.itemsize, strides, host=host)
+            strides = (interface.get("strides") if interface else getattr(value, "strides", None)) or \
+                _c_strides(shape, dtype.itemsize)  # none given: C order
+            return cls(name, True, _numba_name(dtype), shape, dtype.itemsize, tuple(int(s) for s in strides), host=host)
         if isinstance(value, np.generic):
             dtype = np.dtype(type(value))
             return cls(name, False, _numba_name(dtype), itemsize=dtype.itemsize, value=value.item())
@@ -228,6 +219,10 @@ def _numba_name(dtype: np.dtype) -> str:
     return "boolean" if dtype == np.bool_ else str(dtype)
 
 
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> list[int]:
+    return [itemsize * prod(shape[k + 1:]) for k in range(len(shape))]
+
+
 @dataclass(frozen=True)
 class LaunchArgs:
     """Every argument of one launch, in order: built once (by the ledger) and passed down."""
@@ -236,8 +231,7 @@ class LaunchArgs:
 
     @classmethod
     def of(cls, values: Sequence[Any], names: Sequence[str] | None = None) -> "LaunchArgs":
-        if names is None:
-            names = [f"arg{i}" for i in range(len(values))]
+        names = [f"arg{i}" for i in range(len(values))] if names is None else names
         if len(names) != len(values):
             raise ValueError(f"got {len(names)} names for {len(values)} arguments")
         return cls(tuple(ArgInfo.of(name, value) for name, value in zip(names, values)))
@@ -251,8 +245,7 @@ class LaunchArgs:
         return tuple(a.argtype for a in self.args)
 
     def traffic(self, counts: ElementCounts) -> list[ArrayTraffic]:
-        """One row per array argument name, in argument order (an array passed twice is one row, summed):
-        an engine's element counts, in bytes."""
+        """An engine's element counts in bytes: one row per array name, in argument order (passed twice: one row)."""
         rows: dict[str, ArrayTraffic] = {}
         for i, info in enumerate(self.args):
             if not info.is_array:

@@ -56,8 +56,7 @@ Names = Sequence[str] | LaunchArgs | None
 
 def _launch_args(args: Sequence[Any] | LaunchArgs, names: Names) -> LaunchArgs:
     """The launch's record: given (as ``args`` or ``names``), or read from the values."""
-    given = next((a for a in (args, names) if isinstance(a, LaunchArgs)), None)
-    return given or LaunchArgs.of(args, names)
+    return next((a for a in (args, names) if isinstance(a, LaunchArgs)), None) or LaunchArgs.of(args, names)
 
 
 def _kernel_name(kernel: Any) -> str:
@@ -85,10 +84,9 @@ class _ThreadTouches:
     @staticmethod
     def _thread() -> Any:
         t = threading.current_thread()
-        block, thread = getattr(t, "blockIdx", None), getattr(t, "threadIdx", None)
-        if block is None:
+        if getattr(t, "blockIdx", None) is None:
             return ("host", threading.get_ident())
-        return (tuple(block), tuple(thread))
+        return (tuple(t.blockIdx), tuple(t.threadIdx))
 
     def load(self, flat: np.ndarray) -> None:
         who = self._thread()
@@ -145,13 +143,10 @@ def _named_index_error(error: IndexError, name: str, shape: tuple[int, ...]) -> 
     if found is None:
         return IndexError(f"{text} (indexing `{name}`)")
     where = "before the start" if int(found.group(1)) < 0 else "past the end"
-    if len(shape) == 1:
-        size, guard = f"{shape[0]} elements", f"if i < {name}.size:"
-    else:
-        size, guard = f"shape {shape}", " and ".join(f"{v} < {name}.shape[{k}]" for k, v in enumerate("ijk"[:len(shape)]))
-        guard = f"if {guard}:"
+    bounds = " and ".join(f"{v} < {name}.shape[{k}]" for k, v in enumerate("ijk"[:len(shape)]))
+    size, guard = (f"{shape[0]} elements", f"i < {name}.size") if len(shape) == 1 else (f"shape {shape}", bounds)
     return IndexError(f"{text}: a thread indexed {where} of `{name}` ({size}); add a bounds guard, "
-                      f"such as `{guard}`, or pass arrays as long as the launch needs")
+                      f"such as `if {guard}:`, or pass arrays as long as the launch needs")
 
 
 @lru_cache(maxsize=1)
@@ -217,8 +212,7 @@ def simulate_request(request: dict[str, Any]) -> dict[str, Any]:
 
 
 # raised again as themselves: the kernel's own (an index past the end), a refusal of a global the simulator lacks
-_SAME_KIND: dict[str, type[Exception]] = {"IndexError": IndexError, "TypeError": TypeError,
-                                          "CannotAttribute": CannotAttribute}
+_SAME_KIND: dict[str, type[Exception]] = {kind.__name__: kind for kind in (IndexError, TypeError, CannotAttribute)}
 
 
 def _own_words(exc: OtherBackendError) -> str:
@@ -237,16 +231,12 @@ def _simulate_in_subprocess(kernel: Any, griddim: Dims, blockdim: Dims, args: Se
         raise ValueError(f"{threads} threads would take minutes in the simulator (about 5k threads/s); "
                          "count a small launch instead: bytes per element do not depend on n")
     carried = function_spec(kernel_function(kernel))  # refused here, naming the global, before anything is copied
+    with copies_for_a_count():  # each array's contents (host arrays were refused by simulated_traffic)
+        arrays = {f"a{i}": a.copy_to_host() for i, a in enumerate(args) if hasattr(a, "copy_to_host")}
+    numpy_name = {"boolean": "bool"}  # a scalar travels as its type, in NumPy's words, and its value
+    spec = [{"array": f"a{i}"} if f"a{i}" in arrays else {"dtype": numpy_name.get(a.dtype, a.dtype), "value": a.value}
+            for i, a in enumerate(record.args)]
     with tempfile.TemporaryDirectory() as tmp:
-        arrays: dict[str, np.ndarray] = {}
-        spec: list[dict[str, Any]] = []
-        with copies_for_a_count():  # each argument as data: an array's contents, a scalar's type and value
-            for i, (a, info) in enumerate(zip(args, record.args)):
-                if hasattr(a, "copy_to_host"):  # host arrays were refused by simulated_traffic
-                    arrays[f"a{i}"] = a.copy_to_host()
-                    spec.append({"array": f"a{i}"})
-                else:  # NumPy's name for Numba's ("boolean" is "bool")
-                    spec.append({"dtype": {"boolean": "bool"}.get(info.dtype, info.dtype), "value": info.value})
         path = os.path.join(tmp, "arrays.npz")
         np.savez(path, **arrays)
         request = {"kernel": carried, "grid": list(grid), "block": list(block), "args": spec, "names": record.names,
@@ -290,10 +280,8 @@ def comparison_table(rows: Sequence[Comparison], n: int) -> str:
     def both(t: Traffic) -> str:
         return f"{short_number(t.bytes_read / n)} + {short_number(t.bytes_written / n)}"
 
-    header = ("kernel", "PTX (static)", "simulator", "agree")
-    lines = [header]
-    for r in rows:
-        static = "cannot attribute" if r.static is None else both(r.static)
-        lines.append((r.kernel, static, both(r.simulated), "yes" if r.agree else "NO"))
-    widths = [max(len(row[c]) for row in lines) for c in range(len(header))]
+    lines = [("kernel", "PTX (static)", "simulator", "agree")]
+    lines += [(r.kernel, "cannot attribute" if r.static is None else both(r.static), both(r.simulated),
+               "yes" if r.agree else "NO") for r in rows]
+    widths = [max(map(len, column)) for column in zip(*lines)]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in lines)

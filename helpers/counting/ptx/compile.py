@@ -34,10 +34,7 @@ def describe_arg(value: Any) -> ArgType:
 def global_names(code: pytypes.CodeType) -> set[str]:
     """Names the code reads as globals (not attribute names such as the ``x`` of ``threadIdx.x``)."""
     names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
-    for const in code.co_consts:
-        if isinstance(const, pytypes.CodeType):
-            names |= global_names(const)
-    return names
+    return names.union(*(global_names(c) for c in code.co_consts if isinstance(c, pytypes.CodeType)))
 
 
 def function_source(py_func: Any) -> str:
