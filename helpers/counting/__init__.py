@@ -1,9 +1,6 @@
-"""The ledger's two counting engines (:mod:`.traffic` defines their count): :func:`static_traffic` follows the
-kernel's PTX (:mod:`.ptx`) for every thread on the host, :func:`simulated_traffic` runs the launch in Numba's CUDA
-simulator; either gives the true count or raises :class:`CannotAttribute` saying what it cannot follow.
-:mod:`.record` holds what both share, :mod:`.other_backend` runs a function under the other CUDA backend,
-:mod:`.carry` carries a kernel's globals to a simulator subprocess.
-"""
+"""The ledger's two counting engines (:mod:`.traffic`): :func:`static_traffic` follows the kernel's PTX (:mod:`.ptx`),
+:func:`simulated_traffic` runs the launch in Numba's CUDA simulator; either gives the true count or raises
+:class:`CannotAttribute` saying what it cannot follow.  :mod:`.record` holds what both share."""
 
 from .record import (ArgInfo, ArrayTraffic, CannotAttribute, HostCopy, LaunchArgs, LinkedCall, OutOfBounds, Traffic,
                      copies_for_a_count, copying_for_a_count, is_array)

@@ -1,9 +1,8 @@
 """Run one function under the other CUDA backend, in a short-lived subprocess.
 
-Numba chooses its backend (the simulator or the real compiler) once, at import, so a process cannot
-use both: compiling to PTX in the simulator and counting in the simulator on a GPU need the other.
-The request is data: a helpers function (``"module:function"``) and a JSON dict it is called with;
-its JSON result comes back, or an :class:`OtherBackendError` with its exception's type and message.
+Numba chooses its backend (the simulator or the real compiler) once, at import: compiling to PTX in the simulator
+and counting in the simulator on a GPU need the other.  A helpers function (``"module:function"``) is called with a
+JSON dict; its JSON result comes back, or an :class:`OtherBackendError` with its exception's type and message.
 """
 
 from __future__ import annotations
@@ -73,7 +72,6 @@ def _serve() -> None:
     module_name, _, func_name = message["entry"].partition(":")
     try:
         import helpers  # noqa: F401  (chooses the backend from NUMBA_ENABLE_CUDASIM before numba loads)
-
         func = getattr(importlib.import_module(module_name), func_name)
         result = func(message["request"])
     except BaseException as exc:  # every failure goes back as a message, never as a bare exit status

@@ -141,7 +141,6 @@ class ArgType:
 
     def to_numba(self) -> Any:
         from numba import types
-
         dtype = getattr(types, self.dtype)
         return types.Array(dtype, self.ndim, self.layout) if self.kind == "array" else dtype
 

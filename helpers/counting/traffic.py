@@ -1,9 +1,8 @@
 """Count a launch's memory traffic two ways (:func:`static_traffic`, :func:`simulated_traffic`), side by side.
 
-Both count, by definition, the *distinct* elements each thread reads from and writes to each array:
-``x[i]`` read twice is one load (the second comes from a register), a read of an element the thread
-has just written is none, ``x[i]`` and ``x[i + 1]`` are two.  So defined the two agree exactly
-(tests/test_corpus.py), or the static count refuses with the construct it cannot follow.
+Both count the *distinct* elements each thread reads from and writes to each array: ``x[i]`` read twice is one
+load (the second comes from a register), a read of an element the thread has just written is none.  So defined the
+two agree exactly (tests/test_corpus.py), or the static count refuses with the construct it cannot follow.
 """
 
 from __future__ import annotations
@@ -156,7 +155,6 @@ def _array_classes() -> tuple[type, type]:
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
     class NamedArray(FakeCUDAArray):
-
         def __init__(self, base: FakeCUDAArray, name: str, touches: _ThreadTouches | None) -> None:
             super().__init__(base._ary, stream=base.stream)
             self._name, self._touches = name, touches
@@ -203,7 +201,6 @@ def simulate_request(request: dict[str, Any]) -> dict[str, Any]:
     """Count one launch in the simulator (run by :mod:`.other_backend` when the lesson is on a GPU):
     the elements each argument's threads loaded and stored, which the caller turns into bytes."""
     from numba import cuda  # under the simulator: this runs in its subprocess
-
     kernel = cuda.jit(build_function(request["kernel"], cuda))
     data = np.load(request["arrays"])
     args = [cuda.to_device(data[a["array"]]) if "array" in a else np.dtype(a["dtype"]).type(a["value"])

@@ -1,7 +1,6 @@
 """The global-memory loads and stores one thread's code holds, by argument: the instruction view a lesson shows.
 
-Each ``ld.global``/``st.global`` the compiler emitted is attributed to the array argument whose data pointer
-its address was computed from, following registers forward from the ``ld.param`` that fetched it.
+Each ``ld.global``/``st.global`` is attributed to the array whose data pointer (``ld.param``) its address came from.
 """
 
 from __future__ import annotations
@@ -9,6 +8,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from itertools import permutations
 from typing import Any, Sequence
 
 from ..record import DATA_BRANCH, DATA_INDEX, ArgType, CannotAttribute, array_layout
@@ -40,9 +40,8 @@ class GlobalAccess:
 
 @dataclass
 class PtxCounts:
-    """Global loads and stores per thread (per iteration for a grid-stride loop), by argument: the *distinct*
-    elements a thread touches, as the simulator counts them (a load of an address the thread already loaded or
-    stored is dropped; an unrolled loop counts per *source* iteration).  ``instructions``: every ``ld``/``st``."""
+    """The *distinct* global loads and stores per thread (per source iteration of a grid-stride loop), by argument,
+    as the simulator counts them; ``instructions``: every ``ld``/``st``."""
 
     accesses: list[GlobalAccess] = field(default_factory=list)
     instructions: list[GlobalAccess] = field(default_factory=list)
@@ -152,8 +151,7 @@ def _unattributed(accesses: list[GlobalAccess], reason: str) -> list[GlobalAcces
 def _one_iteration(regions: dict[int, list[GlobalAccess]], loops: list[tuple[int, int]]) -> list[GlobalAccess]:
     """The accesses of one source iteration, from the loop copies the compiler made: an unrolled grid-stride loop
     is a remainder loop (one copy) and a main loop (k copies), each a whole multiple of the smallest."""
-    nested = any(a != b and loops[a][0] <= loops[b][0] and loops[b][1] <= loops[a][1]
-                 for a in range(len(loops)) for b in range(len(loops)))
+    nested = any(outer[0] <= inner[0] and inner[1] <= outer[1] for outer, inner in permutations(loops, 2))
     every = [a for group in regions.values() for a in group]
     if nested:
         return _unattributed(every, _NESTED)
@@ -161,9 +159,8 @@ def _one_iteration(regions: dict[int, list[GlobalAccess]], loops: list[tuple[int
     smallest = min(distinct.values(), key=len)
     base = _signature(smallest)
     for group in distinct.values():
-        sig = _signature(group)
         factor = len(group) // max(len(smallest), 1)
-        if set(sig) != set(base) or any(sig[k] != factor * base[k] for k in base):
+        if _signature(group) != Counter({key: factor * n for key, n in base.items()}):
             return _unattributed(every, _COPIES_DISAGREE)
     return smallest
 

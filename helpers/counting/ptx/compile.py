@@ -52,7 +52,6 @@ def function_source(py_func: Any) -> str:
 def kernel_source(py_func: Any, _seen: set[str] | None = None) -> str:
     """Self-contained source for ``py_func`` and the device functions and constants it uses."""
     import numba  # here, not at the top: import helpers chooses the backend before numba loads
-
     seen = set() if _seen is None else _seen
     own = function_source(py_func)
     header: list[str] = []
@@ -82,7 +81,6 @@ def _compiler(request: dict[str, Any]) -> tuple[Any, tuple[int, ...]]:
     no driver: device functions are compiled for that compute capability)."""
     from numba import cuda  # the real compiler: this runs in the subprocess that has it
     from numba.cuda import dispatcher
-
     cc = tuple(request["cc"])
     dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=cc)
     return cuda, cc
@@ -131,7 +129,6 @@ def cached(path: str | Path, make: Callable[[], str]) -> str:
 @lru_cache(maxsize=256)
 def _compile_in_subprocess(source: str, name: str, argtypes: tuple[ArgType, ...], cc: tuple[int, int]) -> str:
     import numba_cuda  # noqa: F401  (its version is part of the cache key)
-
     request = {"source": source, "name": name, "argtypes": [a.__dict__ for a in argtypes], "cc": list(cc)}
     key = hashlib.sha256((json.dumps(request, sort_keys=True) + getattr(numba_cuda, "__version__", "")).encode())
 

@@ -1,11 +1,9 @@
 """Follow a kernel's PTX for every thread of a launch, without its data, to count what each thread touches.
 
-The PTX runs on the host, one NumPy lane per thread, on the *integers* only; values loaded from memory
-and floating-point values are *unknown* (:mod:`.values`).  Every global load and store is recorded with
-the element it touches, exactly, through any guard, loop or inlined device function; an address or a
-branch that depends on an unknown value (``x[idx[i]]``, ``if x[i] > 0``) raises :class:`CannotAttribute`.
-One :class:`Machine` steps the lanes (those at the lowest program counter together) in either value
-domain; :func:`emulate` follows block ranges, halving a range where its blocks differ.
+The PTX runs on the host, one NumPy lane per thread, on the integers only (:mod:`.values`): every global load and
+store is recorded with the element it touches; an address or a branch that depends on a loaded or floating-point
+value (``x[idx[i]]``, ``if x[i] > 0``) raises :class:`CannotAttribute`.  :func:`emulate` follows ranges of blocks
+at once, halving a range where its blocks differ.
 """
 
 from __future__ import annotations
@@ -45,8 +43,7 @@ class Access:
 
 
 def launch_params(launch: LaunchArgs, ptx_params: int) -> list[Any]:
-    """The kernel's parameters as the PTX numbers them: an array flattened as its compiler flattens it
-    (:func:`~helpers.counting.record.array_layout`), its data pointer ``(k + 1) << BASE_SHIFT``; a scalar's value."""
+    """The kernel's parameters as the PTX numbers them: array ``k`` flattened, its data at ``(k + 1) << BASE_SHIFT``."""
     # the count of .param declarations includes any linked function's, which the machine refuses by name
     layout = array_layout(ptx_params, [len(a.shape) if a.is_array else None for a in launch.args], refuse=False)
     params: list[Any] = []
@@ -278,8 +275,7 @@ def follow_range(program: Program, launch: LaunchArgs, kernel: str, grid: tuple[
 
 
 def emulate(ptx: str, launch: LaunchArgs, grid: Sequence[int], block: Sequence[int], kernel: str) -> ElementCounts:
-    """Distinct elements each thread of the launch reads and writes, per array argument, summed over threads: found
-    block range by block range (fast when blocks behave alike)."""
+    """Distinct elements each thread reads and writes, per array argument, summed over the launch's threads."""
     g, b = dims3(grid), dims3(block)
     program = parse(ptx)
     todo = [(r * g[0], r * g[0] + g[0] - 1) for r in reversed(range(g[1] * g[2]))]

@@ -1,10 +1,8 @@
 """The values the machine computes with, in its two domains, and the rule of every opcode in both (:data:`RULES`).
 
-Concrete rules compute on ``int64`` arrays (one lane per thread, any PTX width read through :func:`as_type`)
-and ``bool`` arrays for predicates; what is not computed (loaded or floating-point values) is :class:`Unknown`.
-:class:`Ranged` holds one block's lanes for every block ``B`` of a range at once, each integer ``c0 + c1 * B``
-(:class:`Affine`) or the bits the range shares (:class:`Bits`); where something differs inside the range,
-:class:`Split` halves it (a range of one block is exact).
+Concrete rules compute on ``int64`` and ``bool`` arrays, one lane per thread; loaded and floating-point values are
+:class:`Unknown`.  :class:`Ranged` holds one block's lanes for every block ``B`` of a range at once, each integer
+``c0 + c1 * B`` (:class:`Affine`) or the bits the range shares (:class:`Bits`); where they differ, :class:`Split`.
 """
 
 from __future__ import annotations
