@@ -790,9 +790,12 @@ for _name, _variant, _extreme in [
 # (results/h200/reductions_adamw.json: one tensor of 2^26 and a list of 200 tensors)
 
 
+def _nb14_row(case: str) -> dict:
+    return next(r for r in committed("reductions_adamw")["rows"] if r["case"] == case)
+
+
 def _nb14_ms(case: str, name: str) -> float:
-    row = next(r for r in committed("reductions_adamw")["rows"] if r["case"] == case)
-    return next(m for m in row["measured"] if m["name"] == name)["median_ms"]
+    return next(m for m in _nb14_row(case)["measured"] if m["name"] == name)["median_ms"]
 
 
 _NB12_FUSED, _NB12_UNFUSED = "numba fused (one launch per tensor)", "numba unfused (8 launches per tensor)"
@@ -819,14 +822,15 @@ for _name, (_case, _a), (_case_b, _b) in [
 
 @figure("nb14_unfused_list_per_launch_us")
 def _nb14_unfused_per_launch() -> float:
-    """The unfused step on the list: 1,600 launches, its time per launch on average (µs)."""
-    return 1e3 * _nb14_ms("list", _NB12_UNFUSED) / (8 * 200)
+    """The unfused step on the list: 8 launches a tensor, its time per launch on average (µs)."""
+    return 1e3 * _nb14_ms("list", _NB12_UNFUSED) / (8 * _nb14_row("list")["tensors"])
 
 
 @figure("nb14_extra_launch_over_nb09")
 def _nb14_extra_launch_over_nb09() -> float:
     """Each launch on the list beyond the bytes (as the notebook prints it) against notebook 09's fused launch."""
-    extra_us = optimizer_report.launch_cost_us(_nb14_ms("list", _NB12_FUSED), _nb14_ms("list", _NB12_FLAT), 200)
+    extra_us = optimizer_report.launch_cost_us(_nb14_ms("list", _NB12_FUSED), _nb14_ms("list", _NB12_FLAT),
+                                              _nb14_row("list")["tensors"])
     return extra_us / _nb09_median("numba fused", 2**10, "host")
 
 
